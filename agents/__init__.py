@@ -1,0 +1,1 @@
+"""agents: see DESIGN.md (lands with its issue)."""

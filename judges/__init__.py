@@ -1,0 +1,1 @@
+"""judges: see DESIGN.md (lands with its issue)."""

@@ -1,0 +1,1 @@
+"""leaderboards: see DESIGN.md (lands with its issue)."""

@@ -1,0 +1,248 @@
+"""``prover/SearchQA-v0``: the Search-R1 setting as a gymnasium env.
+
+Actions: ``search[query]`` returns the top-k passages; ``answer[text]`` ends the episode with
+reward = exact match (or F1 / cover-EM with ``reward=``) against the gold answers. As in
+Search-R1 there are ``max_turns`` search rounds plus one final round in which only an answer is
+accepted; a search there is not executed and the episode ends truncated with reward 0.
+
+Observations (``obs_format="searchr1"``, the default) are byte-compatible with Search-R1's
+transcript: ``"\\n\\n<information>Doc 1(Title: ...) text\\nDoc 2(...) ...</information>\\n\\n"``,
+cut to ``max_obs_tokens`` tokens (whitespace tokens unless ``tokenizer`` names a local
+Hugging Face tokenizer). ``obs_format="plain"`` gives the passage lines alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from prover_gym.core import Outcome, TextEnv
+from prover_gym.searchqa.data import Corpus, DataError, QAExample, load_corpus_jsonl, load_questions, resolve_data_dir
+from prover_gym.searchqa.metrics import METRICS, cover_exact_match, exact_match, f1_score
+from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, Passage
+
+INVALID_SEARCHR1 = (
+    "\nMy previous action is invalid. If I want to search, I should put the query between <search> and </search>. "
+    "If I want to give the final answer, I should put the answer between <answer> and </answer>. Let me try again.\n"
+)
+_ACTION = re.compile(r"^\s*(search|answer)\s*\[(.*)\]\s*$", re.S | re.I)
+MAX_QUERY_CHARS = 1000
+_SHARED: dict[Any, Any] = {}  # per-process cache of loaded data and retrievers (envs share them)
+_SHARED_LOCK = threading.RLock()
+
+
+def _shared(key, build):
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = build()
+        return _SHARED[key]
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def format_passages(passages: list[Passage]) -> str:
+    """Search-R1's ``_passages2string``: ``Doc {i}(Title: {title line}) {text}\\n`` per passage."""
+    return "".join(f"Doc {i}(Title: {p.title}) {p.text}\n" for i, p in enumerate(passages, 1))
+
+
+class SearchQAEnv(TextEnv):
+    """Search a corpus, then answer. See the module docstring for the protocol.
+
+    Args:
+        split: ``"train"`` or ``"test"`` (or any ``{split}.jsonl``/``.parquet`` name under ``data``).
+        data: None for the bundled generated data; a directory with ``{split}.jsonl`` (FlashRAG),
+            ``{split}.parquet`` (Search-R1) and ``corpus.jsonl``; or a single questions file.
+        corpus: wiki-18-style jsonl to search (overrides the one in ``data``).
+        retriever: ``"bm25"`` (embedded) or ``"http"`` (a Search-R1 retrieval server at ``search_url``).
+        search_url: base URL(s) of the retrieval server for ``retriever="http"``.
+        topk: passages per search (3, as Search-R1).
+        max_turns: search rounds before the final answer-only round (4, as Search-R1).
+        max_steps: total steps; defaults to ``max_turns + 1``; if given, ``max_turns = max_steps - 1``.
+        obs_format: ``"searchr1"`` or ``"plain"``.
+        max_obs_tokens: cut of a search observation, in tokens (500, as Search-R1; 0 = no cut).
+        tokenizer: path of a local Hugging Face tokenizer for the cut (None: whitespace tokens).
+        reward: ``"em"`` (default), ``"f1"`` or ``"subem"``.
+    """
+
+    env_id = "prover/SearchQA-v0"
+
+    def __init__(self, split: str = "train", data: str | None = None, *, corpus: str | None = None,
+                 retriever: str = "bm25", search_url: str | list[str] | None = None, topk: int = 3,
+                 max_turns: int = 4, max_steps: int | None = None, obs_format: str = "searchr1",
+                 max_obs_tokens: int = 500, tokenizer: str | None = None, reward: str = "em",
+                 render_mode: str | None = None):
+        make_kwargs = {k: v for k, v in dict(
+            split=split, data=data, corpus=corpus, retriever=retriever, search_url=search_url, topk=topk,
+            max_turns=max_turns, max_steps=max_steps, obs_format=obs_format, max_obs_tokens=max_obs_tokens,
+            tokenizer=tokenizer, reward=reward).items()}
+        if max_steps is None:
+            max_steps = max_turns + 1
+        super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
+        self.max_turns = max_steps - 1
+        if obs_format not in ("searchr1", "plain"):
+            raise ValueError(f"obs_format={obs_format!r}; use 'searchr1' or 'plain'")
+        if reward not in METRICS:
+            raise ValueError(f"reward={reward!r}; use one of {sorted(METRICS)}")
+        if not isinstance(topk, int) or topk < 1:
+            raise ValueError(f"topk must be a positive int, got {topk!r}")
+        self.split, self.topk, self.obs_format, self.reward_name = split, topk, obs_format, reward
+        self.max_obs_tokens = max_obs_tokens
+        self._tokenizer = _shared(("tokenizer", tokenizer), lambda: _load_tokenizer(tokenizer)) if tokenizer else None
+
+        questions_path, corpus_path, data_id = self._locate(split, data, corpus)
+        self.examples: list[QAExample] = _shared(("questions", str(questions_path)), lambda: load_questions(questions_path))
+        self._by_id = _shared(("index", str(questions_path)), lambda: {e.id: i for i, e in enumerate(self.examples)})
+        if len(self._by_id) != len(self.examples):
+            raise DataError(f"{questions_path}: question ids are not unique")
+        if retriever == "bm25":
+            if corpus_path is None:
+                raise DataError(f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url")
+            self.corpus: Corpus | None = _shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
+            self.retriever = _shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
+        elif retriever == "http":
+            if not search_url:
+                raise ValueError("retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)")
+            self.corpus = None
+            urls = tuple([search_url] if isinstance(search_url, str) else search_url)
+            self.retriever = _shared(("http", urls), lambda: HTTPRetriever(list(urls)))
+        else:
+            raise ValueError(f"retriever={retriever!r}; use 'bm25' or 'http'")
+        settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]
+        self._fingerprint = hashlib.sha256(json.dumps(settings, default=str).encode()).hexdigest()
+        self._ids = [e.id for e in self.examples]
+        self._example: QAExample | None = None
+        self._n_searches = 0
+        self._retrieved: tuple[tuple[str, ...], ...] = ()
+        self._answer: str | None = None
+
+    @staticmethod
+    def _locate(split: str, data, corpus) -> tuple[Path, Path | None, str]:
+        if data is None:
+            from prover_gym.searchqa.bundled import DEFAULT, bundled_data_dir
+
+            directory = bundled_data_dir()
+            questions = directory / f"{split}.jsonl"
+            if not questions.is_file():
+                raise ValueError(f"split={split!r} is not in the bundled Search-QA data; use 'train' or 'test'")
+            corpus_path = Path(corpus) if corpus else directory / "corpus.jsonl"
+            return questions, corpus_path, DEFAULT.key + (f"+{_file_digest(corpus_path)}" if corpus else "")
+        questions, found_corpus = resolve_data_dir(data, split)
+        corpus_path = Path(corpus).expanduser() if corpus else found_corpus
+        if corpus_path is not None and not corpus_path.is_file():
+            raise DataError(f"corpus={str(corpus_path)!r}: no such file")
+        data_id = _shared(("digest", str(questions)), lambda: _file_digest(questions))
+        return questions, corpus_path, data_id
+
+    # ---- TextEnv hooks ----------------------------------------------------------------------
+    def task_ids(self) -> list[str]:
+        return self._ids
+
+    def task(self) -> str:
+        return self._example.question if self._example else ""
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def _load_task(self, task_id: str) -> str:
+        self._example = self.examples[self._by_id[task_id]]
+        self._n_searches = 0
+        self._retrieved = ()
+        self._answer = None
+        question = self._example.question.strip()
+        return question if question.endswith("?") else question + "?"
+
+    def _invalid(self, action: str, reason: str) -> Outcome:
+        obs = INVALID_SEARCHR1 if self.obs_format == "searchr1" else f"Invalid action: {reason}"
+        return Outcome(observation=obs, info={"error": reason})
+
+    def _apply(self, action: str) -> Outcome:
+        match = _ACTION.match(action)
+        if not match:
+            shown = action if len(action) <= 60 else action[:57] + "..."
+            return self._invalid(action, f"{shown!r} is not search[query] or answer[text]")
+        verb, arg = match.group(1).lower(), match.group(2).strip()
+        if verb == "answer":
+            return self._score(arg)
+        if not arg:
+            return self._invalid(action, "empty search query; write search[your query]")
+        if len(arg) > MAX_QUERY_CHARS:
+            return self._invalid(action, f"search query of {len(arg)} characters is over the limit of {MAX_QUERY_CHARS}")
+        if self._step > self.max_turns:
+            return Outcome(observation="", info={"error": "no searches left in the final round; answer[...] is the only action"})
+        passages = self.retriever.search([arg], self.topk)[0]
+        self._n_searches += 1
+        self._retrieved = self._retrieved + (tuple(p.id for p in passages),)
+        return Outcome(observation=self._render(passages), info={"query": arg})
+
+    def _score(self, answer: str) -> Outcome:
+        gold = self._example.golden_answers
+        self._answer = answer
+        scores = {"em": exact_match(answer, gold), "f1": f1_score(answer, gold), "subem": cover_exact_match(answer, gold)}
+        won = scores["em"] == 1.0
+        return Outcome(observation="", reward=scores[self.reward_name], terminated=True, won=won,
+                       info={"answer": answer, **scores})
+
+    def _render(self, passages: list[Passage]) -> str:
+        docs = format_passages(passages)
+        if self.obs_format == "searchr1":
+            docs = "\n\n<information>" + docs.strip() + "</information>\n\n"
+        return self._cut(docs)
+
+    def _cut(self, text: str) -> str:
+        n = self.max_obs_tokens
+        if not n:
+            return text
+        if self._tokenizer is not None:
+            ids = self._tokenizer.encode(text, add_special_tokens=False)
+            return text if len(ids) <= n else self._tokenizer.decode(ids[:n])
+        spans = list(re.finditer(r"\S+", text))
+        return text if len(spans) <= n else text[: spans[n - 1].end()]
+
+    def _get_state(self) -> Any:
+        return (self._n_searches, self._retrieved, self._answer)
+
+    def _set_state(self, state: Any) -> None:
+        self._n_searches, self._retrieved, self._answer = state
+
+    def restore(self, snap) -> None:
+        super().restore(snap)
+        self._example = self.examples[self._by_id[self._task_id]]
+
+    def _extra_info(self) -> dict:
+        ex = self._example
+        return {
+            "gold_answers": list(ex.golden_answers) if ex else [],
+            "data_source": ex.data_source if ex else "",
+            "n_searches": self._n_searches,
+            "retrieved_ids": [list(r) for r in self._retrieved],
+        }
+
+    def expert_action(self) -> str | None:
+        """Follow the gold search path, then answer the first gold answer."""
+        ex = self._example
+        if ex is None or self._terminated or self._truncated:
+            return None
+        path = ex.gold_queries or (ex.question,)
+        if self._n_searches < len(path) and self._step < self.max_turns:
+            return f"search[{path[self._n_searches]}]"
+        return f"answer[{ex.golden_answers[0]}]"
+
+
+def _load_tokenizer(path: str):
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:  # pragma: no cover
+        raise ImportError("tokenizer=... needs the transformers package (pip install transformers)") from None
+    if not Path(path).expanduser().exists():
+        raise DataError(f"tokenizer={path!r}: no such local directory (tokenizers are never downloaded)")
+    return AutoTokenizer.from_pretrained(str(Path(path).expanduser()))

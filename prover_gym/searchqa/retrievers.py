@@ -1,0 +1,292 @@
+"""Retrievers behind one protocol: ``search(queries, k) -> list[list[Passage]]``.
+
+- ``BM25Retriever``: embedded BM25 (``bm25s``) over a ``Corpus``; the index is cached on disk
+  under the corpus fingerprint, so a second env (or process) loads it memory-mapped in
+  milliseconds instead of re-indexing.
+- ``HTTPRetriever``: a client for the Search-R1 retrieval-server API (``POST /retrieve`` with
+  ``queries``, ``topk``, ``return_scores``), with timeouts, retries with back-off, a URL pool and
+  a response cache keyed by ``(query, k)`` that keeps branches deterministic.
+
+Tokenisation (stated so results are reproducible): lower-case, tokens are runs of two or more
+word characters, English stop words removed, Snowball English stemming. Documents with a score of
+0 (no query term) are not returned, as in Lucene: a search can return fewer than k passages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from prover_gym.searchqa.data import Corpus
+
+__all__ = [
+    "BM25Retriever",
+    "HTTPRetriever",
+    "Passage",
+    "Retriever",
+    "RetrieverError",
+    "RetrieverUnavailable",
+    "cache_dir",
+]
+
+log = logging.getLogger(__name__)
+TOKENIZATION = "lower; (?u)\\b\\w\\w+\\b; english stopwords; snowball-english stemmer"
+_INDEX_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """``$PROVER_GYM_CACHE``, else ``$XDG_CACHE_HOME/prover_gym``, else ``~/.cache/prover_gym``."""
+    root = os.environ.get("PROVER_GYM_CACHE")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    contents: str
+    score: float | None = None
+
+    @property
+    def title(self) -> str:
+        return self.contents.split("\n", 1)[0]
+
+    @property
+    def text(self) -> str:
+        parts = self.contents.split("\n", 1)
+        return parts[1] if len(parts) > 1 else ""
+
+
+class Retriever(Protocol):
+    """Anything that turns a batch of queries into ranked passages."""
+
+    identity: str
+
+    def search(self, queries: list[str], k: int) -> list[list[Passage]]: ...
+
+
+class RetrieverError(RuntimeError):
+    """The retriever answered, but not in the expected form."""
+
+
+class RetrieverUnavailable(RetrieverError):
+    """The retrieval server cannot be reached."""
+
+
+def _tokenizer():
+    import bm25s
+    import Stemmer
+
+    return bm25s.tokenization.Tokenizer(lower=True, stopwords="en", stemmer=Stemmer.Stemmer("english"))
+
+
+class BM25Retriever:
+    """Embedded BM25 (bm25s, Lucene scoring, k1=0.9, b=0.4 as Pyserini's defaults)."""
+
+    def __init__(self, corpus: Corpus, *, k1: float = 0.9, b: float = 0.4, cache: bool = True,
+                 cache_root: Path | None = None, show_progress: bool = False):
+        import bm25s
+
+        self.corpus = corpus
+        self.k1, self.b = k1, b
+        self.identity = f"bm25:{corpus.fingerprint[:16]}:k1={k1}:b={b}"
+        self._lock = threading.Lock()  # bm25s tokenizer vocab is not thread-safe
+        self._show = show_progress
+        key = f"bm25-v{_INDEX_FORMAT}-{corpus.fingerprint[:24]}-k1{k1}-b{b}"
+        directory = (cache_root or cache_dir()) / "bm25" / key
+        self.index_dir = directory
+        self._tok = _tokenizer()
+        if cache and self._try_load(directory):
+            return
+        tokens = self._tok.tokenize(corpus.contents, return_as="tuple", show_progress=show_progress)
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
+        self._bm25.index(tokens, show_progress=show_progress)
+        if cache:
+            self._save(directory)
+
+    # -- cache -----------------------------------------------------------------------------
+    def _try_load(self, directory: Path) -> bool:
+        import bm25s
+
+        marker = directory / "complete.json"
+        if not marker.is_file():
+            return False
+        try:
+            meta = json.loads(marker.read_text())
+            if meta.get("n_docs") != len(self.corpus) or meta.get("fingerprint") != self.corpus.fingerprint:
+                raise ValueError("index does not match the corpus")
+            self._bm25 = bm25s.BM25.load(str(directory), mmap=True, show_progress=False, verbosity=0)
+            self._tok.load_vocab(str(directory))
+            self._tok.load_stopwords(str(directory))
+            if self._bm25.scores["num_docs"] != len(self.corpus):
+                raise ValueError("index size does not match the corpus")
+            return True
+        except Exception as exc:  # a corrupt cache is rebuilt, never used
+            log.warning("BM25 index cache %s is unusable (%s); rebuilding it", directory, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            return False
+
+    def _save(self, directory: Path) -> None:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
+        try:
+            self._bm25.save(str(tmp), show_progress=False)
+            self._tok.save_vocab(str(tmp))
+            self._tok.save_stopwords(str(tmp))
+            (tmp / "complete.json").write_text(json.dumps({"n_docs": len(self.corpus), "fingerprint": self.corpus.fingerprint,
+                                                           "tokenization": TOKENIZATION}))
+            try:
+                os.rename(tmp, directory)  # atomic: readers see a whole index or none
+            except OSError:  # another process won the race; keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    # -- search ----------------------------------------------------------------------------
+    def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not queries:
+            return []
+        k_eff = min(k, len(self.corpus))
+        with self._lock:
+            ids = self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+        out: list[list[Passage]] = [[] for _ in queries]
+        nonempty = [i for i, q in enumerate(ids) if q]
+        if nonempty:
+            docs, scores = self._bm25.retrieve([ids[i] for i in nonempty], k=k_eff, show_progress=False, n_threads=1)
+            for row, i in enumerate(nonempty):
+                for doc, score in zip(docs[row], scores[row]):
+                    if score > 0:
+                        j = int(doc)
+                        out[i].append(Passage(self.corpus.ids[j], self.corpus.contents[j], float(score)))
+        return out
+
+    def score_all(self, query: str) -> np.ndarray:
+        """BM25 score of every document for one query (for tests and benchmarks)."""
+        with self._lock:
+            ids = self._tok.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
+        if not ids:
+            return np.zeros(len(self.corpus), dtype=np.float32)
+        return self._bm25.get_scores_from_ids(ids) if hasattr(self._bm25, "get_scores_from_ids") else self._bm25.get_scores(ids)
+
+
+class HTTPRetriever:
+    """Client for a Search-R1-compatible retrieval server.
+
+    ``urls`` is one base URL or endpoint (``http://127.0.0.1:8000`` or ``.../retrieve``) or a list
+    of them, used round-robin. Connection errors, timeouts and 5xx/429 answers are retried with
+    back-off; after ``retries`` attempts a ``RetrieverUnavailable`` names the URLs and the fix.
+    """
+
+    def __init__(self, urls: str | list[str], *, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
+                 cache_size: int = 100_000, batch_size: int = 512):
+        import requests
+
+        urls = [urls] if isinstance(urls, str) else list(urls)
+        if not urls:
+            raise ValueError("HTTPRetriever needs at least one URL")
+        self.urls = [u if u.rstrip("/").endswith("/retrieve") else u.rstrip("/") + "/retrieve" for u in urls]
+        self.timeout, self.retries, self.backoff = timeout, max(1, retries), backoff
+        self.batch_size = batch_size
+        self.identity = "http:" + ",".join(self.urls)
+        self._session = requests.Session()
+        self._next = 0
+        self._cache: OrderedDict[tuple[str, int], list[Passage]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
+
+    def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        results: list[list[Passage] | None] = [None] * len(queries)
+        missing: list[int] = []
+        with self._lock:
+            for i, q in enumerate(queries):
+                hit = self._cache.get((q, k))
+                if hit is not None:
+                    self._cache.move_to_end((q, k))
+                    results[i] = hit
+                    self.stats["cache_hits"] += 1
+                else:
+                    missing.append(i)
+        for start in range(0, len(missing), self.batch_size):
+            chunk = missing[start:start + self.batch_size]
+            answered = self._post([queries[i] for i in chunk], k)
+            with self._lock:
+                for i, passages in zip(chunk, answered):
+                    results[i] = passages
+                    self._cache[(queries[i], k)] = passages
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+        return [r or [] for r in results]
+
+    def _post(self, queries: list[str], k: int) -> list[list[Passage]]:
+        import requests
+
+        body = {"queries": queries, "topk": k, "return_scores": True}
+        last_error = "no attempt made"
+        for attempt in range(self.retries):
+            with self._lock:
+                url = self.urls[self._next % len(self.urls)]
+                self._next += 1
+            self.stats["requests"] += 1
+            try:
+                resp = self._session.post(url, json=body, timeout=self.timeout)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                last_error = f"{url}: {type(exc).__name__}"
+            else:
+                if resp.status_code == 200:
+                    return self._parse(resp, url, len(queries), k)
+                last_error = f"{url}: HTTP {resp.status_code}"
+                if resp.status_code < 500 and resp.status_code != 429:
+                    raise RetrieverError(f"retrieval server refused the request ({last_error}): {resp.text[:200]}")
+            if attempt + 1 < self.retries:
+                self.stats["retries"] += 1
+                time.sleep(self.backoff * (attempt + 1))
+        raise RetrieverUnavailable(
+            f"retrieval server unreachable after {self.retries} attempts ({last_error}). Start one with "
+            f"`python -m prover_gym.searchqa.serve --port PORT` or pass retriever='bm25' to search in-process."
+        )
+
+    @staticmethod
+    def _parse(resp, url: str, n: int, k: int) -> list[list[Passage]]:
+        try:
+            payload = resp.json()
+            result = payload["result"]
+        except (ValueError, KeyError, TypeError):
+            raise RetrieverError(f"{url}: answer is not Search-R1 JSON ({resp.text[:200]!r})") from None
+        if not isinstance(result, list) or len(result) != n:
+            raise RetrieverError(f"{url}: expected {n} result lists, got {type(result).__name__} of length {len(result) if isinstance(result, list) else '?'}")
+        out = []
+        for hits in result:
+            passages = []
+            for hit in (hits or [])[:k]:
+                doc = hit.get("document", hit) if isinstance(hit, dict) else {}
+                contents = doc.get("contents")
+                if contents is None and "title" in doc:
+                    contents = f'"{doc["title"]}"\n{doc.get("text", "")}'
+                if contents is None:
+                    raise RetrieverError(f"{url}: a hit has no 'contents' ({str(hit)[:200]})")
+                score = hit.get("score") if isinstance(hit, dict) else None
+                passages.append(Passage(str(doc.get("id", "")), str(contents), None if score is None else float(score)))
+            out.append(passages)
+        return out
+
+    def close(self) -> None:
+        self._session.close()

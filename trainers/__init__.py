@@ -1,0 +1,1 @@
+"""trainers: see DESIGN.md (lands with its issue)."""
