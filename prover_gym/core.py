@@ -95,7 +95,7 @@ class TextEnv(gym.Env):
     """Base class of the prover-gym text environments. See the module docstring."""
 
     env_id: ClassVar[str] = ""
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
     max_action_length: ClassVar[int] = 4096
     max_observation_length: ClassVar[int] = 1 << 20
 
@@ -311,11 +311,14 @@ def restore(env, snap: Snapshot) -> None:
     Works on any env made with the same id and kwargs, also a fresh one never reset. Raises
     ``SnapshotError`` (a ``ValueError``) when the id or the data differ.
     """
-    _base(env).restore(snap)
+    base = _base(env)
+    base.restore(snap)
     layer = env
-    while isinstance(layer, gym.Wrapper):  # gymnasium's OrderEnforcing refuses step() before reset()
-        if hasattr(layer, "_has_reset"):
+    while isinstance(layer, gym.Wrapper):
+        if hasattr(layer, "_has_reset"):  # OrderEnforcing refuses step() before reset()
             layer._has_reset = True
+        if getattr(layer, "checked_step", True) is False and getattr(layer, "_previous_data", 0) is None:
+            layer._previous_data = (str(base._last_obs), {})  # PassiveEnvChecker compares step to reset data
         layer = layer.env
 
 

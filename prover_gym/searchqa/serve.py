@@ -1,0 +1,104 @@
+"""A retrieval server speaking the Search-R1 API, so many env workers share one index.
+
+    python -m prover_gym.searchqa.serve --port 8000                 # the bundled corpus
+    python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --port 8000
+
+``POST /retrieve`` takes ``{"queries": [...], "topk": k, "return_scores": true}`` (or verl-agent's
+``{"query": "..."}``) and answers ``{"result": [[{"document": {"id", "contents"}, "score": s}, ...], ...]}``
+(without ``return_scores``: lists of documents). ``GET /health`` reports the index. The server
+binds 127.0.0.1 by default and refuses a non-loopback address unless ``--allow-remote`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from prover_gym.searchqa.retrievers import BM25Retriever, Retriever
+
+MAX_QUERIES_PER_REQUEST = 4096
+MAX_TOPK = 1000
+
+
+class RetrieveRequest(BaseModel):
+    queries: list[str] | None = None
+    query: str | None = None
+    topk: int | None = None
+    return_scores: bool = False
+
+
+def create_app(retriever: Retriever, *, default_topk: int = 3, n_docs: int | None = None):
+    """The FastAPI app over any retriever."""
+    from fastapi import FastAPI, HTTPException
+
+    app = FastAPI(title="prover-gym retrieval server", version="1")
+
+    @app.get("/health")
+    def health():
+        return {"status": "ok", "retriever": retriever.identity, "n_docs": n_docs}
+
+    @app.post("/retrieve")
+    def retrieve(req: RetrieveRequest):  # sync: FastAPI runs it in its thread pool
+        queries = req.queries if req.queries is not None else ([req.query] if req.query is not None else None)
+        if queries is None:
+            raise HTTPException(422, "send {'queries': [...]} (or {'query': '...'})")
+        if len(queries) > MAX_QUERIES_PER_REQUEST:
+            raise HTTPException(413, f"at most {MAX_QUERIES_PER_REQUEST} queries per request; split the batch")
+        k = req.topk or default_topk
+        if not 1 <= k <= MAX_TOPK:
+            raise HTTPException(422, f"topk must be in 1..{MAX_TOPK}")
+        results = retriever.search(queries, k)
+        if req.return_scores:
+            return {"result": [[{"document": {"id": p.id, "contents": p.contents}, "score": p.score} for p in ps] for ps in results]}
+        return {"result": [[{"id": p.id, "contents": p.contents} for p in ps] for ps in results]}
+
+    return app
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m prover_gym.searchqa.serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (loopback unless --allow-remote)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--corpus", help="wiki-18-style jsonl(.gz); default: the bundled generated corpus")
+    parser.add_argument("--topk", type=int, default=3, help="k when a request sends none")
+    parser.add_argument("--allow-remote", action="store_true", help="permit binding a non-loopback address")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    if not _is_loopback(args.host) and not args.allow_remote:
+        print(f"refusing to bind {args.host}: not a loopback address; pass --allow-remote to serve other machines",
+              file=sys.stderr)
+        return 2
+    from prover_gym.searchqa.data import load_corpus_jsonl
+
+    if args.corpus:
+        corpus = load_corpus_jsonl(Path(args.corpus))
+    else:
+        from prover_gym.searchqa.bundled import bundled_data_dir
+
+        corpus = load_corpus_jsonl(bundled_data_dir() / "corpus.jsonl")
+    retriever = BM25Retriever(corpus)
+    import uvicorn
+
+    logging.basicConfig(level=args.log_level.upper())
+    print(f"serving {len(corpus)} passages on http://{args.host}:{args.port}/retrieve", flush=True)
+    uvicorn.run(create_app(retriever, default_topk=args.topk, n_docs=len(corpus)), host=args.host, port=args.port,
+                log_level=args.log_level, access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
