@@ -1,0 +1,60 @@
+import os
+import signal
+
+import pytest
+
+from prover_gym import EnvPool
+
+
+def _expert_rollout(pool, seeds):
+    results = [pool.reset(seeds=seeds)]
+    for _ in range(6):
+        actions = [a or "answer[none]" for a in pool.expert_actions()]
+        results.append(pool.step(actions))
+    return results
+
+
+@pytest.fixture(scope="module")
+def process_pool(bundled_dir):
+    with EnvPool("prover/SearchQA-v0", 2, backend="process", split="test", timeout=60) as pool:
+        yield pool
+
+
+def test_process_pool_matches_sync_and_thread(process_pool):
+    seeds = [3, 4]
+    expected = _expert_rollout(process_pool, seeds)
+    for backend in ("sync", "thread"):
+        with EnvPool("prover/SearchQA-v0", 2, backend=backend, split="test") as pool:
+            assert _expert_rollout(pool, seeds) == expected
+
+
+def test_pool_snapshot_restore_crosses_processes(process_pool):
+    process_pool.reset(seeds=[10, 11])
+    process_pool.step(process_pool.expert_actions())
+    snaps = process_pool.snapshot()
+    after = process_pool.step(["search[Institute]", "search[painter]"])
+    process_pool.restore(list(reversed(snaps)))  # each worker gets the other's state
+    swapped = process_pool.step(["search[painter]", "search[Institute]"])
+    assert swapped == list(reversed(after))
+
+
+def test_dead_worker_is_replaced_and_its_episode_reported_failed(process_pool):
+    process_pool.reset(seeds=[0, 1])
+    os.kill(process_pool._workers[1].proc.pid, signal.SIGKILL)
+    results = process_pool.step(["search[University]", "search[University]"])
+    assert "worker_error" not in results[0][4]
+    obs, reward, term, trunc, info = results[1]
+    assert trunc and reward == 0.0 and "worker_error" in info
+    assert process_pool.failures == 1
+    # the replacement works after a reset
+    obs, info = process_pool.reset(seeds=[5], indices=[1])[0]
+    assert info["task_id"] and obs.endswith("?")
+
+
+def test_pool_argument_errors(bundled_dir):
+    with pytest.raises(ValueError, match="backend"):
+        EnvPool("prover/SearchQA-v0", 1, backend="gpu")
+    with EnvPool("prover/SearchQA-v0", 2, backend="sync", split="test") as pool:
+        pool.reset()
+        with pytest.raises(ValueError, match="got 1 arguments for 2 envs"):
+            pool.step(["x"])
