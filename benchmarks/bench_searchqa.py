@@ -31,8 +31,9 @@ import prover_gym  # noqa: E402,F401
 from prover_gym import restore, snapshot  # noqa: E402
 from prover_gym.searchqa import generator as gen  # noqa: E402
 from prover_gym.searchqa.bundled import bundled_data_dir  # noqa: E402
+from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl, load_flashrag_jsonl  # noqa: E402
-from prover_gym.searchqa.retrievers import BM25Retriever, _tokenizer  # noqa: E402
+from prover_gym.searchqa.retrievers import BM25Retriever  # noqa: E402
 
 
 def _timeit(fn, repeat: int = 1) -> float:
@@ -61,7 +62,7 @@ def bench_retrieval(corpus: Corpus, queries: list[str], n_rank_bm25: int, label:
     batch_s = _timeit(lambda: ours.search(queries, 3), repeat=3)
     single_s = _timeit(lambda: [ours.search([q], 3) for q in queries])
 
-    tok = _tokenizer()
+    tok = BM25Index._make_tokenizer("en", "english", r"(?u)\b\w\w+\b")
     t = time.perf_counter()
     docs = tok.tokenize(corpus.contents, return_as="string", show_progress=False)
     theirs = BM25Okapi(docs, k1=0.9, b=0.4)

@@ -15,8 +15,9 @@ import pytest
 import requests
 
 from conftest import free_port
+from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl
-from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, RetrieverError, RetrieverUnavailable, _tokenizer
+from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, RetrieverError, RetrieverUnavailable
 
 DOCS = [
     '"Alpha"\nAlpha is a river in the north of Veloria.',
@@ -29,7 +30,7 @@ DOCS = [
 
 def lucene_bm25(query, docs, k1=0.9, b=0.4):
     """Reference Lucene BM25 over the same tokenisation, computed directly."""
-    tok = _tokenizer()
+    tok = BM25Index._make_tokenizer("en", "english", r"(?u)\b\w\w+\b")
     ids = tok.tokenize(docs, return_as="string", show_progress=False)
     q = [t for t in tok.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0] if t]
     n = len(docs)

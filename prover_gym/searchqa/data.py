@@ -16,7 +16,6 @@ turned into a search path as well.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -71,13 +70,9 @@ class Corpus:
     def fingerprint(self) -> str:
         """sha256 over ids and contents: keys the on-disk index cache."""
         if self._fingerprint is None:
-            h = hashlib.sha256()
-            for pid, text in zip(self.ids, self.contents):
-                h.update(pid.encode("utf-8", "surrogatepass"))
-                h.update(b"\x00")
-                h.update(text.encode("utf-8", "surrogatepass"))
-                h.update(b"\x01")
-            self._fingerprint = h.hexdigest()
+            from prover_gym.bm25 import fingerprint_texts
+
+            self._fingerprint = fingerprint_texts(self.contents, self.ids)
         return self._fingerprint
 
 

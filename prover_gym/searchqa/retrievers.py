@@ -14,11 +14,6 @@ word characters, English stop words removed, Snowball English stemming. Document
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -28,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from prover_gym.bm25 import BM25Index, cache_dir
 from prover_gym.searchqa.data import Corpus
 
 __all__ = [
@@ -40,18 +36,7 @@ __all__ = [
     "cache_dir",
 ]
 
-log = logging.getLogger(__name__)
 TOKENIZATION = "lower; (?u)\\b\\w\\w+\\b; english stopwords; snowball-english stemmer"
-_INDEX_FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """``$PROVER_GYM_CACHE``, else ``$XDG_CACHE_HOME/prover_gym``, else ``~/.cache/prover_gym``."""
-    root = os.environ.get("PROVER_GYM_CACHE")
-    if root:
-        return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
 
 
 @dataclass(frozen=True)
@@ -86,103 +71,24 @@ class RetrieverUnavailable(RetrieverError):
     """The retrieval server cannot be reached."""
 
 
-def _tokenizer():
-    import bm25s
-    import Stemmer
-
-    return bm25s.tokenization.Tokenizer(lower=True, stopwords="en", stemmer=Stemmer.Stemmer("english"))
-
-
 class BM25Retriever:
-    """Embedded BM25 (bm25s, Lucene scoring, k1=0.9, b=0.4 as Pyserini's defaults)."""
+    """Embedded BM25 (bm25s, Lucene scoring, k1=0.9, b=0.4 as Pyserini's defaults) over a Corpus."""
 
     def __init__(self, corpus: Corpus, *, k1: float = 0.9, b: float = 0.4, cache: bool = True,
                  cache_root: Path | None = None, show_progress: bool = False):
-        import bm25s
-
         self.corpus = corpus
-        self.k1, self.b = k1, b
+        self._index = BM25Index(corpus.contents, fingerprint=corpus.fingerprint, stopwords="en", stemmer="english",
+                                k1=k1, b=b, cache=cache, cache_root=cache_root, show_progress=show_progress)
+        self.index_dir = self._index.index_dir
         self.identity = f"bm25:{corpus.fingerprint[:16]}:k1={k1}:b={b}"
-        self._lock = threading.Lock()  # bm25s tokenizer vocab is not thread-safe
-        self._show = show_progress
-        key = f"bm25-v{_INDEX_FORMAT}-{corpus.fingerprint[:24]}-k1{k1}-b{b}"
-        directory = (cache_root or cache_dir()) / "bm25" / key
-        self.index_dir = directory
-        self._tok = _tokenizer()
-        if cache and self._try_load(directory):
-            return
-        tokens = self._tok.tokenize(corpus.contents, return_as="tuple", show_progress=show_progress)
-        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-        self._bm25.index(tokens, show_progress=show_progress)
-        if cache:
-            self._save(directory)
 
-    # -- cache -----------------------------------------------------------------------------
-    def _try_load(self, directory: Path) -> bool:
-        import bm25s
-
-        marker = directory / "complete.json"
-        if not marker.is_file():
-            return False
-        try:
-            meta = json.loads(marker.read_text())
-            if meta.get("n_docs") != len(self.corpus) or meta.get("fingerprint") != self.corpus.fingerprint:
-                raise ValueError("index does not match the corpus")
-            self._bm25 = bm25s.BM25.load(str(directory), mmap=True, show_progress=False, verbosity=0)
-            self._tok.load_vocab(str(directory))
-            self._tok.load_stopwords(str(directory))
-            if self._bm25.scores["num_docs"] != len(self.corpus):
-                raise ValueError("index size does not match the corpus")
-            return True
-        except Exception as exc:  # a corrupt cache is rebuilt, never used
-            log.warning("BM25 index cache %s is unusable (%s); rebuilding it", directory, exc)
-            shutil.rmtree(directory, ignore_errors=True)
-            return False
-
-    def _save(self, directory: Path) -> None:
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
-        try:
-            self._bm25.save(str(tmp), show_progress=False)
-            self._tok.save_vocab(str(tmp))
-            self._tok.save_stopwords(str(tmp))
-            (tmp / "complete.json").write_text(json.dumps({"n_docs": len(self.corpus), "fingerprint": self.corpus.fingerprint,
-                                                           "tokenization": TOKENIZATION}))
-            try:
-                os.rename(tmp, directory)  # atomic: readers see a whole index or none
-            except OSError:  # another process won the race; keep theirs
-                shutil.rmtree(tmp, ignore_errors=True)
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-
-    # -- search ----------------------------------------------------------------------------
     def search(self, queries: list[str], k: int) -> list[list[Passage]]:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if not queries:
-            return []
-        k_eff = min(k, len(self.corpus))
-        with self._lock:
-            ids = self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
-        out: list[list[Passage]] = [[] for _ in queries]
-        nonempty = [i for i, q in enumerate(ids) if q]
-        if nonempty:
-            docs, scores = self._bm25.retrieve([ids[i] for i in nonempty], k=k_eff, show_progress=False, n_threads=1)
-            for row, i in enumerate(nonempty):
-                for doc, score in zip(docs[row], scores[row]):
-                    if score > 0:
-                        j = int(doc)
-                        out[i].append(Passage(self.corpus.ids[j], self.corpus.contents[j], float(score)))
-        return out
+        ids, contents = self.corpus.ids, self.corpus.contents
+        return [[Passage(ids[j], contents[j], score) for j, score in hits] for hits in self._index.search(queries, k)]
 
     def score_all(self, query: str) -> np.ndarray:
-        """BM25 score of every document for one query (for tests and benchmarks)."""
-        with self._lock:
-            ids = self._tok.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
-        if not ids:
-            return np.zeros(len(self.corpus), dtype=np.float32)
-        return self._bm25.get_scores_from_ids(ids) if hasattr(self._bm25, "get_scores_from_ids") else self._bm25.get_scores(ids)
+        """BM25 score of every passage for one query (for tests and benchmarks)."""
+        return self._index.scores(query)
 
 
 class HTTPRetriever:

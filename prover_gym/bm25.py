@@ -1,0 +1,162 @@
+"""Embedded BM25 shared by the environments: ``bm25s`` (sparse matrices, Lucene scoring) with the
+index cached on disk under a content fingerprint.
+
+``BM25Index(texts, fingerprint=...)`` indexes once; a second index over the same texts (another
+env, another process) loads the cached matrices memory-mapped in milliseconds. A cache that
+fails to load or does not match is deleted and rebuilt, never used. Writes are atomic (build in a
+temporary directory, then rename).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+_INDEX_FORMAT = 1
+
+# Lucene's English stop set (Anserini's DefaultEnglishAnalyzer), used by WebShop's original index
+LUCENE_STOPWORDS = (
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with"
+).split()
+
+
+def cache_dir() -> Path:
+    """``$PROVER_GYM_CACHE``, else ``$XDG_CACHE_HOME/prover_gym``, else ``~/.cache/prover_gym``."""
+    root = os.environ.get("PROVER_GYM_CACHE")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
+
+
+def fingerprint_texts(texts, ids=None) -> str:
+    h = hashlib.sha256()
+    for i, text in enumerate(texts):
+        if ids is not None:
+            h.update(str(ids[i]).encode("utf-8", "surrogatepass") + b"\x00")
+        h.update(text.encode("utf-8", "surrogatepass") + b"\x01")
+    return h.hexdigest()
+
+
+class BM25Index:
+    """BM25 over a list of texts; ``search`` returns (document index, score) pairs, best first,
+    omitting documents that share no term with the query (as Lucene does).
+
+    Args:
+        texts: the documents.
+        fingerprint: identifies ``texts`` (computed if omitted); keys the cache.
+        stopwords: ``"en"`` (bm25s' English list), a list of words, or None.
+        stemmer: a PyStemmer algorithm name (``"english"`` = Snowball, ``"porter"``) or None.
+        k1, b: BM25 parameters (Lucene/Pyserini defaults 0.9, 0.4).
+        token_pattern: regex of a token.
+    """
+
+    def __init__(self, texts: list[str], *, fingerprint: str | None = None, stopwords="en", stemmer: str | None = "english",
+                 k1: float = 0.9, b: float = 0.4, token_pattern: str = r"(?u)\b\w\w+\b", cache: bool = True,
+                 cache_root: Path | None = None, show_progress: bool = False):
+        import bm25s
+
+        self.n_docs = len(texts)
+        if self.n_docs == 0:
+            raise ValueError("cannot index an empty collection")
+        self.fingerprint = fingerprint or fingerprint_texts(texts)
+        settings = json.dumps([_INDEX_FORMAT, stopwords, stemmer, k1, b, token_pattern], sort_keys=True)
+        key = hashlib.sha256((self.fingerprint + settings).encode()).hexdigest()[:32]
+        self.index_dir = (cache_root or cache_dir()) / "bm25" / key
+        self.description = f"bm25(k1={k1}, b={b}, stopwords={stopwords if isinstance(stopwords, str) else len(stopwords or [])}, stemmer={stemmer}, token={token_pattern})"
+        self._lock = threading.Lock()  # the tokenizer's vocabulary lookups are not thread-safe
+        self._tok = self._make_tokenizer(stopwords, stemmer, token_pattern)
+        if cache and self._try_load():
+            return
+        tokens = self._tok.tokenize(list(texts), return_as="tuple", show_progress=show_progress)
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
+        self._bm25.index(tokens, show_progress=show_progress)
+        if cache:
+            self._save()
+
+    @staticmethod
+    def _make_tokenizer(stopwords, stemmer, token_pattern):
+        import bm25s
+
+        stem = None
+        if stemmer:
+            import Stemmer
+
+            stem = Stemmer.Stemmer(stemmer)
+        return bm25s.tokenization.Tokenizer(lower=True, splitter=token_pattern, stopwords=stopwords, stemmer=stem)
+
+    def _try_load(self) -> bool:
+        import bm25s
+
+        directory = self.index_dir
+        marker = directory / "complete.json"
+        if not marker.is_file():
+            return False
+        try:
+            meta = json.loads(marker.read_text())
+            if meta.get("n_docs") != self.n_docs or meta.get("fingerprint") != self.fingerprint:
+                raise ValueError("the index does not match the documents")
+            self._bm25 = bm25s.BM25.load(str(directory), mmap=True, show_progress=False, verbosity=0)
+            self._tok.load_vocab(str(directory))
+            if self._bm25.scores["num_docs"] != self.n_docs:
+                raise ValueError("index size does not match")
+            return True
+        except Exception as exc:  # corrupt or stale: rebuild, never use
+            log.warning("BM25 index cache %s is unusable (%s); rebuilding it", directory, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            return False
+
+    def _save(self) -> None:
+        directory = self.index_dir
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
+        try:
+            self._bm25.save(str(tmp), show_progress=False)
+            self._tok.save_vocab(str(tmp))
+            (tmp / "complete.json").write_text(json.dumps({"n_docs": self.n_docs, "fingerprint": self.fingerprint,
+                                                           "settings": self.description}))
+            try:
+                os.rename(tmp, directory)
+            except OSError:  # a concurrent builder won; keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def tokenize(self, queries: list[str]) -> list[list[int]]:
+        with self._lock:
+            return self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+
+    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        """Top ``k`` (index, score) per query; ties are broken by lower document index."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        ids = self.tokenize(queries)
+        out: list[list[tuple[int, float]]] = [[] for _ in queries]
+        nonempty = [i for i, q in enumerate(ids) if q]
+        if not nonempty:
+            return out
+        k_eff = min(k, self.n_docs)
+        docs, scores = self._bm25.retrieve([ids[i] for i in nonempty], k=k_eff, show_progress=False, n_threads=1)
+        for row, i in enumerate(nonempty):
+            pairs = [(int(d), float(s)) for d, s in zip(docs[row], scores[row]) if s > 0]
+            pairs.sort(key=lambda p: (-p[1], p[0]))
+            out[i] = pairs
+        return out
+
+    def scores(self, query: str) -> np.ndarray:
+        """The BM25 score of every document for one query."""
+        ids = self.tokenize([query])[0]
+        if not ids:
+            return np.zeros(self.n_docs, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores_from_ids(ids))
