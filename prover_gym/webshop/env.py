@@ -1,0 +1,182 @@
+"""``prover/WebShop-v0``: the WebShop benchmark in text mode, in-process, with exact snapshots.
+
+Actions are the original's: ``search[keywords]`` (accepted on any page, as in the original) and
+``click[x]`` for a clickable of the current page (``info["admissible_actions"]`` lists them, with
+``search[<query>]`` on the search page). ``click[Buy Now]`` ends the episode with WebShop's reward;
+success (``won``) is reward 1.0. Anything else leaves the page unchanged: by default the
+observation says what was wrong and repeats the page (``invalid_feedback=False`` returns the page
+alone, as the original's no-op does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from prover_gym.core import Outcome, TextEnv
+from prover_gym.webshop.data import DataError, build_goals, find_files, load_products, split_goals
+from prover_gym.webshop.engine import SUB_PAGES, Shop, ShopState
+from prover_gym.webshop.search import ProductSearch
+
+_SHARED: dict[Any, Any] = {}
+_LOCK = threading.RLock()
+
+
+def _shared(key, build):
+    with _LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = build()
+        return _SHARED[key]
+
+
+class WebShopEnv(TextEnv):
+    """WebShop text env.
+
+    Args:
+        split: ``"train"`` / ``"test"`` (synthetic goals: test = goals [0, 500)); human goals add
+            ``"dev"`` (WebShop's split: test [0,500), dev [500,1500), train the rest); ``"all"``.
+        data: None for the bundled generated catalogue; else a directory with the official
+            ``items_shuffle*.json``, ``items_ins_v2*.json`` and optionally ``items_human_ins.json``.
+        goal_source: ``"synthetic"`` or ``"human"``; default human when ``items_human_ins.json``
+            is present, else synthetic.
+        num_products: load only the first N products (as the original's ``num_products``).
+        seed: draws hidden prices of price ranges and the goals' price bounds.
+        shuffle_seed: the goal shuffle (233, as the original).
+        max_steps: step limit (15, as verl-agent).
+        invalid_feedback: prefix the observation of a rejected action with the reason.
+    """
+
+    env_id = "prover/WebShop-v0"
+
+    def __init__(self, split: str = "train", data: str | None = None, *, goal_source: str | None = None,
+                 num_products: int | None = None, seed: int = 0, shuffle_seed: int = 233, max_steps: int = 15,
+                 invalid_feedback: bool = True, observation_mode: str = "text", render_mode: str | None = None):
+        make_kwargs = dict(split=split, data=data, goal_source=goal_source, num_products=num_products, seed=seed,
+                           shuffle_seed=shuffle_seed, max_steps=max_steps, invalid_feedback=invalid_feedback,
+                           observation_mode=observation_mode)
+        super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
+        if observation_mode != "text":
+            raise ValueError(f"observation_mode={observation_mode!r}; only 'text' (the original's simple mode) is provided")
+        if data is None:
+            from prover_gym.webshop.bundled import bundled_data_dir
+
+            items, attrs, human = find_files(bundled_data_dir())
+        else:
+            items, attrs, human = find_files(Path(data))
+        if goal_source is None:
+            goal_source = "human" if human is not None else "synthetic"
+        if goal_source not in ("synthetic", "human"):
+            raise ValueError(f"goal_source={goal_source!r}; use 'synthetic' or 'human'")
+        if goal_source == "human" and human is None:
+            raise DataError(f"goal_source='human' needs items_human_ins.json next to {items}")
+        if goal_source == "synthetic" and attrs is None:
+            raise DataError(f"goal_source='synthetic' needs items_ins_v2*.json next to {items}")
+        key = (str(items), str(attrs), str(human), goal_source, num_products, seed, shuffle_seed)
+
+        def build():
+            catalog = load_products(items, attrs, human if goal_source == "human" else None, goal_source=goal_source,
+                                    num_products=num_products, seed=seed)
+            goals = build_goals(catalog, goal_source, seed=seed, shuffle_seed=shuffle_seed)
+            shop = Shop(catalog, _shared(("search", str(items), num_products), lambda: ProductSearch(catalog.products)))
+            digest = hashlib.sha256(json.dumps([g["asin"] + g["instruction_text"] for g in goals]).encode()).hexdigest()
+            return catalog, goals, shop, digest
+
+        self.catalog, self.goals, self.shop, digest = _shared(key, build)
+        self.goal_source, self.split, self.invalid_feedback = goal_source, split, invalid_feedback
+        self._ids = [str(i) for i in split_goals(len(self.goals), split, goal_source)]
+        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, digest, split, max_steps, invalid_feedback]).encode()).hexdigest()
+        self._goal: dict | None = None
+        self._state = ShopState()
+
+    # ---- TextEnv hooks ----------------------------------------------------------------------
+    def task_ids(self) -> list[str]:
+        return self._ids
+
+    def task(self) -> str:
+        return self._goal["instruction_text"] if self._goal else ""
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def _load_task(self, task_id: str) -> str:
+        self._goal = self.goals[int(task_id)]
+        self._state = ShopState()
+        return self._page()
+
+    def _page(self) -> str:
+        return self.shop.render(self._state, self._goal["instruction_text"], self._goal)
+
+    def _invalid(self, action: str, reason: str) -> Outcome:
+        obs = self._page()
+        if self.invalid_feedback:
+            obs = f"Invalid action: {reason}. The page is unchanged.\n\n{obs}"
+        return Outcome(observation=obs, info={"error": reason})
+
+    def _apply(self, action: str) -> Outcome:
+        t = self.shop.step(self._state, action, self._goal)
+        if t.error:
+            return self._invalid(action, t.error)
+        self._state = t.state
+        won = t.done and t.reward == 1.0
+        return Outcome(observation=self._page(), reward=t.reward, terminated=t.done, won=won, info=t.info)
+
+    def _get_state(self) -> Any:
+        return self._state
+
+    def _set_state(self, state: Any) -> None:
+        self._state = state
+
+    def restore(self, snap) -> None:
+        super().restore(snap)
+        self._goal = self.goals[int(self._task_id)]
+
+    def admissible_actions(self) -> list[str]:
+        clickables = self.shop.clickables(self._state)
+        out = ["search[<query>]"] if self._state.page == "search" else []
+        return out + [f"click[{c}]" for c in clickables if c != "search"]
+
+    def _extra_info(self) -> dict:
+        clickables = self.shop.clickables(self._state) if self._goal else []
+        return {
+            "page": self._state.page,
+            "available_actions": {"has_search_bar": self._state.page == "search", "clickables": clickables},
+            "goal_source": self.goal_source,
+        }
+
+    # ---- expert -----------------------------------------------------------------------------
+    def expert_action(self) -> str | None:
+        """Goal-driven oracle: search the target's title, page to it, choose the goal's options, buy."""
+        if self._goal is None or self._terminated or self._truncated:
+            return None
+        s, target = self._state, self._goal["asin"]
+        query = self.catalog.by_asin[target]["Title"].lower()
+        if s.page == "search":
+            return f"search[{query}]"
+        if s.page in SUB_PAGES:
+            return "click[< prev]"
+        if s.page == "results":
+            hits = self.shop.results(s.keywords)
+            if target not in hits:
+                return f"search[{query}]" if s.keywords != query else "click[back to search]"
+            wanted_page = hits.index(target) // 10 + 1
+            if wanted_page > s.page_num:
+                return "click[next >]"
+            if wanted_page < s.page_num:
+                return "click[< prev]"
+            return f"click[{target.lower()}]"
+        if s.page == "item":
+            if s.asin != target:
+                return "click[< prev]"
+            chosen = dict(s.options)
+            product_options = self.catalog.by_asin[target]["options"]
+            goal_options = self._goal["goal_options"]
+            pairs = goal_options.items() if isinstance(goal_options, dict) else [
+                (next((n for n, vs in product_options.items() if v in vs), None), v) for v in goal_options]
+            for name, value in pairs:
+                if name is not None and value in product_options.get(name, ()) and chosen.get(name) != value:
+                    return f"click[{value}]"
+            return "click[buy now]"
+        return None
