@@ -138,21 +138,38 @@ class BM25Index:
             return self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
 
     def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        """Top ``k`` (index, score) per query; ties are broken by lower document index."""
+        """Top ``k`` (index, score) per query, best first; ties go to the lower document index."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        ids = self.tokenize(queries)
-        out: list[list[tuple[int, float]]] = [[] for _ in queries]
-        nonempty = [i for i, q in enumerate(ids) if q]
-        if not nonempty:
-            return out
-        k_eff = min(k, self.n_docs)
-        docs, scores = self._bm25.retrieve([ids[i] for i in nonempty], k=k_eff, show_progress=False, n_threads=1)
-        for row, i in enumerate(nonempty):
-            pairs = [(int(d), float(s)) for d, s in zip(docs[row], scores[row]) if s > 0]
-            pairs.sort(key=lambda p: (-p[1], p[0]))
-            out[i] = pairs
-        return out
+        return [self._top_k(ids, k) for ids in self.tokenize(queries)]
+
+    def _postings(self, token_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        # bm25s keeps per-token BM25 contributions in a CSC matrix: column t = (docs, scores)
+        csc = self._bm25.scores
+        indptr = csc["indptr"]
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in token_ids]
+        if len(spans) == 1:
+            s, e = spans[0]
+            return np.asarray(csc["indices"][s:e]), np.asarray(csc["data"][s:e])
+        return (np.concatenate([csc["indices"][s:e] for s, e in spans]),
+                np.concatenate([csc["data"][s:e] for s, e in spans]))
+
+    def _top_k(self, token_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """Score only the documents in the query terms' postings (a repeated query term counts
+        again, like Lucene's boost by term count), then select the k best."""
+        if not token_ids:
+            return []
+        docs, contrib = self._postings(token_ids)
+        if docs.size == 0:
+            return []
+        candidates, inverse = np.unique(docs, return_inverse=True)
+        scores = np.bincount(inverse, weights=contrib.astype(np.float64)).astype(np.float32)
+        if candidates.size > k:
+            kth = np.partition(scores, candidates.size - k)[candidates.size - k]
+            keep = scores >= kth
+            candidates, scores = candidates[keep], scores[keep]
+        order = np.lexsort((candidates, -scores))[:k]
+        return [(int(candidates[i]), float(scores[i])) for i in order if scores[i] > 0]
 
     def scores(self, query: str) -> np.ndarray:
         """The BM25 score of every document for one query."""
