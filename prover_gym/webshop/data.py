@@ -73,18 +73,26 @@ def price_tag(prices: list[float]) -> str:
 
 def load_products(items_path: Path, attrs_path: Path | None, human_path: Path | None, *, goal_source: str,
                   num_products: int | None = None, seed: int = 0) -> Catalog:
+    """Read the official files and build the catalogue (see ``make_catalog``)."""
     raw = _read_json(items_path, "product file (items_shuffle*.json)")
     if not isinstance(raw, list):
         raise DataError(f"{items_path}: expected a JSON array of products, got {type(raw).__name__}")
     attrs = _read_json(attrs_path, "attribute file (items_ins_v2*.json)") if attrs_path else {}
     human = _read_json(human_path, "human instruction file (items_human_ins.json)") if human_path else {}
+    return make_catalog(raw, attrs, human, goal_source=goal_source, num_products=num_products, seed=seed, source=str(items_path))
+
+
+def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str, num_products: int | None = None,
+                 seed: int = 0, source: str = "products") -> Catalog:
+    """``engine.load_products`` on parsed data: skip bad and duplicate ASINs, parse prices,
+    lower-case options (``'/'`` -> ``' | '``), attach attributes and instructions, draw hidden prices."""
     if num_products is not None:
         raw = raw[:num_products]
     rng = random.Random(seed)
     products, by_asin, prices = [], {}, {}
     for i, p in enumerate(raw):
         if not isinstance(p, dict) or "asin" not in p or "name" not in p:
-            raise DataError(f"{items_path}: product #{i} lacks 'asin' or 'name'")
+            raise DataError(f"{source}: product #{i} lacks 'asin' or 'name'")
         asin = str(p["asin"])
         if asin == "nan" or len(asin) > 10 or asin in by_asin:
             continue
@@ -124,7 +132,7 @@ def load_products(items_path: Path, attrs_path: Path | None, human_path: Path | 
         by_asin[asin] = record
         prices[asin] = pricing[0] if len(pricing) == 1 else rng.uniform(pricing[0], pricing[1])
     if not products:
-        raise DataError(f"{items_path}: no valid products")
+        raise DataError(f"{source}: no valid products")
     return Catalog(products, by_asin, prices)
 
 
