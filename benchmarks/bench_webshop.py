@@ -5,7 +5,7 @@ For catalogues of 1k, 100k and 1M generated products:
    same analyzer tokens and the same queries;
 2. env steps/s of ``prover/WebShop-v0`` driven by the expert, vs the same env whose search is a
    naive re-search with rank_bm25 on every results page (no index, no memo);
-3. snapshot/restore vs replay from reset at depths 1, 3, 6.
+3. snapshot/restore vs replay from reset at depths 1, 2, 4.
 
     python benchmarks/bench_webshop.py                    # 1k, 100k, 1M
     python benchmarks/bench_webshop.py --sizes 1000 100000 --json out.json
@@ -150,7 +150,7 @@ def _env_rates(env, naive: RankBM25Search, episodes: int) -> dict:
 def _restore_vs_replay(env) -> dict:
     out = {}
     base = env.unwrapped
-    for depth in (1, 3, 6):
+    for depth in (1, 2, 4):
         restore_t, replay_t = [], []
         for seed in range(100):
             env.reset(seed=seed)
