@@ -16,10 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
+from prover_gym._shared import shared
 from prover_gym.core import Outcome, TextEnv
 from prover_gym.searchqa.data import Corpus, DataError, QAExample, load_corpus_jsonl, load_questions, resolve_data_dir
 from prover_gym.searchqa.metrics import METRICS, cover_exact_match, exact_match, f1_score
@@ -31,15 +31,6 @@ INVALID_SEARCHR1 = (
 )
 _ACTION = re.compile(r"^\s*(search|answer)\s*\[(.*)\]\s*$", re.S | re.I)
 MAX_QUERY_CHARS = 1000
-_SHARED: dict[Any, Any] = {}  # per-process cache of loaded data and retrievers (envs share them)
-_SHARED_LOCK = threading.RLock()
-
-
-def _shared(key, build):
-    with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = build()
-        return _SHARED[key]
 
 
 def _file_digest(path: Path) -> str:
@@ -97,24 +88,24 @@ class SearchQAEnv(TextEnv):
             raise ValueError(f"topk must be a positive int, got {topk!r}")
         self.split, self.topk, self.obs_format, self.reward_name = split, topk, obs_format, reward
         self.max_obs_tokens = max_obs_tokens
-        self._tokenizer = _shared(("tokenizer", tokenizer), lambda: _load_tokenizer(tokenizer)) if tokenizer else None
+        self._tokenizer = shared(("tokenizer", tokenizer), lambda: _load_tokenizer(tokenizer)) if tokenizer else None
 
         questions_path, corpus_path, data_id = self._locate(split, data, corpus)
-        self.examples: list[QAExample] = _shared(("questions", str(questions_path)), lambda: load_questions(questions_path))
-        self._by_id = _shared(("index", str(questions_path)), lambda: {e.id: i for i, e in enumerate(self.examples)})
+        self.examples: list[QAExample] = shared(("questions", str(questions_path)), lambda: load_questions(questions_path))
+        self._by_id = shared(("index", str(questions_path)), lambda: {e.id: i for i, e in enumerate(self.examples)})
         if len(self._by_id) != len(self.examples):
             raise DataError(f"{questions_path}: question ids are not unique")
         if retriever == "bm25":
             if corpus_path is None:
                 raise DataError(f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url")
-            self.corpus: Corpus | None = _shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
-            self.retriever = _shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
+            self.corpus: Corpus | None = shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
+            self.retriever = shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
         elif retriever == "http":
             if not search_url:
                 raise ValueError("retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)")
             self.corpus = None
             urls = tuple([search_url] if isinstance(search_url, str) else search_url)
-            self.retriever = _shared(("http", urls), lambda: HTTPRetriever(list(urls)))
+            self.retriever = shared(("http", urls), lambda: HTTPRetriever(list(urls)))
         else:
             raise ValueError(f"retriever={retriever!r}; use 'bm25' or 'http'")
         settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]
@@ -140,7 +131,7 @@ class SearchQAEnv(TextEnv):
         corpus_path = Path(corpus).expanduser() if corpus else found_corpus
         if corpus_path is not None and not corpus_path.is_file():
             raise DataError(f"corpus={str(corpus_path)!r}: no such file")
-        data_id = _shared(("digest", str(questions)), lambda: _file_digest(questions))
+        data_id = shared(("digest", str(questions)), lambda: _file_digest(questions))
         return questions, corpus_path, data_id
 
     # ---- TextEnv hooks ----------------------------------------------------------------------

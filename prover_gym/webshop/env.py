@@ -12,24 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
+from prover_gym._shared import shared
 from prover_gym.core import Outcome, TextEnv
 from prover_gym.webshop.data import DataError, build_goals, find_files, load_products, split_goals
 from prover_gym.webshop.engine import SUB_PAGES, Shop, ShopState
 from prover_gym.webshop.search import ProductSearch
 
-_SHARED: dict[Any, Any] = {}
-_LOCK = threading.RLock()
-
-
-def _shared(key, build):
-    with _LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = build()
-        return _SHARED[key]
 
 
 class WebShopEnv(TextEnv):
@@ -80,11 +71,11 @@ class WebShopEnv(TextEnv):
             catalog = load_products(items, attrs, human if goal_source == "human" else None, goal_source=goal_source,
                                     num_products=num_products, seed=seed)
             goals = build_goals(catalog, goal_source, seed=seed, shuffle_seed=shuffle_seed)
-            shop = Shop(catalog, _shared(("search", str(items), num_products), lambda: ProductSearch(catalog.products)))
+            shop = Shop(catalog, shared(("search", str(items), num_products), lambda: ProductSearch(catalog.products)))
             digest = hashlib.sha256(json.dumps([g["asin"] + g["instruction_text"] for g in goals]).encode()).hexdigest()
             return catalog, goals, shop, digest
 
-        self.catalog, self.goals, self.shop, digest = _shared(key, build)
+        self.catalog, self.goals, self.shop, digest = shared(key, build)
         self.goal_source, self.split, self.invalid_feedback = goal_source, split, invalid_feedback
         self._ids = [str(i) for i in split_goals(len(self.goals), split, goal_source)]
         self._fingerprint = hashlib.sha256(json.dumps([self.env_id, digest, split, max_steps, invalid_feedback]).encode()).hexdigest()
