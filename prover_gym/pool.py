@@ -144,16 +144,22 @@ class EnvPool:
             return [_call(self._envs[i], cmd, a) for i, a in zip(indices, args)]
         if self.backend == "thread":
             return list(self._executor.map(lambda ia: _call(self._envs[ia[0]], cmd, ia[1]), zip(indices, args)))
+        broken: dict[int, BaseException] = {}
         for i, a in zip(indices, args):
-            self._workers[i].send(cmd, a)
+            try:
+                self._workers[i].send(cmd, a)
+            except (OSError, BrokenPipeError) as exc:  # the worker died before we asked
+                broken[i] = exc
         out = []
         for i in indices:
             worker = self._workers[i]
             try:
+                if i in broken:
+                    raise broken[i]
                 out.append(worker.recv())
             except WorkerError:
                 raise
-            except (TimeoutError, EOFError, OSError, BrokenPipeError) as exc:
+            except (TimeoutError, EOFError, OSError) as exc:
                 self.failures += 1
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 worker.restart()

@@ -41,6 +41,7 @@ def test_pool_snapshot_restore_crosses_processes(process_pool):
 def test_dead_worker_is_replaced_and_its_episode_reported_failed(process_pool):
     process_pool.reset(seeds=[0, 1])
     os.kill(process_pool._workers[1].proc.pid, signal.SIGKILL)
+    process_pool._workers[1].proc.join(10)  # dead before the next request: the send itself fails
     results = process_pool.step(["search[University]", "search[University]"])
     assert "worker_error" not in results[0][4]
     obs, reward, term, trunc, info = results[1]
@@ -58,3 +59,14 @@ def test_pool_argument_errors(bundled_dir):
         pool.reset()
         with pytest.raises(ValueError, match="got 1 arguments for 2 envs"):
             pool.step(["x"])
+
+
+def test_webshop_in_a_process_pool_matches_in_process():
+    with EnvPool("prover/WebShop-v0", 2, backend="process", split="test") as pool, \
+            EnvPool("prover/WebShop-v0", 2, backend="sync", split="test") as ref:
+        assert _expert_rollout(pool, [7, 8]) == _expert_rollout(ref, [7, 8])
+        pool.reset(seeds=[1, 2])
+        pool.step(pool.expert_actions())
+        snaps = pool.snapshot()
+        ref.restore(snaps)  # snapshots taken in worker processes restore in this one
+        assert ref.step(["click[back to search]"] * 2) == pool.step(["click[back to search]"] * 2)
