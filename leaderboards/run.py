@@ -22,17 +22,19 @@ def main() -> int:
     for env_id in sorted(prover_gym.ENV_IDS):
         available = env_id in gym.registry
         print(f"  {env_id:24s} {'available' if available else 'not installed'}")
-    env = gym.make("prover/SearchQA-v0", split="test")
-    wins = 0
-    n = 50
-    for seed in range(n):
-        env.reset(seed=seed)
-        done = False
-        while not done:
-            _, reward, term, trunc, info = env.step(env.unwrapped.expert_action())
-            done = term or trunc
-        wins += info["won"]
-    print(f"  sanity: the Search-QA expert solves {wins}/{n} bundled test questions")
+    for env_id in sorted(prover_gym.ENV_IDS):
+        if env_id not in gym.registry:
+            continue
+        env = gym.make(env_id, split="test")
+        wins, n = 0, 50
+        for seed in range(n):
+            env.reset(seed=seed)
+            done, info = False, {}
+            while not done:
+                _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
+                done = term or trunc
+            wins += bool(info["won"])
+        print(f"  sanity: the {env_id} expert solves {wins}/{n} bundled test tasks")
     print("The training methods (sft, grpo, prover) and the tables need the trainer, which is not built yet; "
           "see the open issues. Nothing else to run.")
     return 0
