@@ -162,8 +162,21 @@ class BM25Index:
         docs, contrib = self._postings(token_ids)
         if docs.size == 0:
             return []
-        candidates, inverse = np.unique(docs, return_inverse=True)
-        scores = np.bincount(inverse, weights=contrib.astype(np.float64)).astype(np.float32)
+        if docs.size * 8 < self.n_docs:  # short postings: aggregate the few candidates directly
+            candidates, inverse = np.unique(docs, return_inverse=True)
+            scores = np.bincount(inverse, weights=contrib.astype(np.float64))
+        else:  # long postings: one dense accumulator, then keep only entries that can reach the top k
+            dense = np.bincount(docs, weights=contrib.astype(np.float64), minlength=self.n_docs)
+            values = dense[docs]
+            # a document occurs at most len(token_ids) times in `docs`, so the (k * len)-th largest
+            # entry is <= the k-th best document's score: every top-k document (ties too) survives
+            take = k * len(token_ids)
+            if values.size > take:
+                threshold = np.partition(values, values.size - take)[values.size - take]
+                docs = docs[values >= threshold]
+            candidates = np.unique(docs)
+            scores = dense[candidates]
+        scores = scores.astype(np.float32)
         if candidates.size > k:
             kth = np.partition(scores, candidates.size - k)[candidates.size - k]
             keep = scores >= kth
