@@ -22,6 +22,7 @@ one split, so no test entity is ever seen in training questions.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -241,6 +242,7 @@ class Candidate:
     answer_entity: str | None = None
 
 
+@functools.lru_cache(maxsize=None)
 def _split_of(entity_id: str, seed: int, test_fraction: float) -> str:
     # a stable hash (Python's hash() is salted per process)
     h = 2166136261
