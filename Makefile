@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.prover-gym-installed
+# sdists that shell out to `python` while building (fast-downward-textworld does) must find the venv's
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: run test test-all bench clean
 
