@@ -1,0 +1,63 @@
+"""Scripted policies: ``ExpertPolicy`` (the env's built-in expert) and ``RandomPolicy`` (uniform
+over admissible actions; where an env has no closed action set, plausible actions built from the
+task and the last observation)."""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from agents.formats import INVALID_ACTION
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+
+
+@dataclass
+class PolicyOutput:
+    text: str
+    action: str
+    valid: bool = True
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    policy_mask: list[int] | None = None
+
+
+class ExpertPolicy:
+    name = "expert"
+
+    def act(self, env, observation: str, info: dict) -> PolicyOutput:
+        action = env.unwrapped.expert_action()
+        return PolicyOutput(action or INVALID_ACTION, action or INVALID_ACTION, action is not None)
+
+    def act_batch(self, pool, indices, observations, infos) -> list[PolicyOutput]:
+        return [PolicyOutput(a or INVALID_ACTION, a or INVALID_ACTION, a is not None)
+                for a in pool.expert_actions(indices)]
+
+
+class RandomPolicy:
+    name = "random"
+
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+
+    def choose(self, observation: str, info: dict) -> str:
+        admissible = info.get("admissible_actions")
+        task_words = _WORD.findall(info.get("task", ""))
+        if admissible:
+            action = self.rng.choice(admissible)
+            if action == "search[<query>]":  # WebShop's search bar: words of the instruction
+                action = "search[" + " ".join(self.rng.sample(task_words, min(len(task_words), self.rng.randint(2, 5)))) + "]"
+            return action
+        seen = _WORD.findall(observation) or task_words or ["nothing"]
+        if self.rng.random() < 0.6 and task_words:
+            return "search[" + " ".join(self.rng.sample(task_words, min(len(task_words), self.rng.randint(1, 4)))) + "]"
+        start = self.rng.randrange(len(seen))
+        return "answer[" + " ".join(seen[start:start + self.rng.randint(1, 3)]) + "]"
+
+    def act(self, env, observation: str, info: dict) -> PolicyOutput:
+        action = self.choose(observation, info)
+        return PolicyOutput(action, action)
+
+    def act_batch(self, pool, indices, observations, infos) -> list[PolicyOutput]:
+        return [PolicyOutput(a, a) for a in (self.choose(o, i) for o, i in zip(observations, infos))]

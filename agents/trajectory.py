@@ -1,0 +1,41 @@
+"""Trajectories as DESIGN.md defines them: a list of turns, each with the observation shown, the
+model's raw text, the parsed action, the reward, the snapshot taken *before* the turn, and (for
+trainable policies) token ids, logprobs and the mask of policy tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prover_gym.core import Snapshot
+
+
+@dataclass
+class Turn:
+    observation: str
+    text: str
+    action: str
+    reward: float
+    snapshot: Snapshot
+    valid: bool = True
+    info: dict = field(default_factory=dict, repr=False)
+    token_ids: list[int] | None = field(default=None, repr=False)
+    logprobs: list[float] | None = field(default=None, repr=False)
+    policy_mask: list[int] | None = field(default=None, repr=False)
+
+
+@dataclass
+class Trajectory:
+    env_id: str
+    task_id: str
+    task: str
+    turns: list[Turn] = field(default_factory=list)
+    won: bool = False
+    terminated: bool = False
+    truncated: bool = False
+
+    @property
+    def total_reward(self) -> float:
+        return sum(t.reward for t in self.turns)
+
+    def __len__(self) -> int:
+        return len(self.turns)
