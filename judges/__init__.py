@@ -1,1 +1,49 @@
-"""judges: see DESIGN.md (lands with its issue)."""
+"""Segment proposers for ProVer. ``judges.make(cfg)`` builds a judge from a dict or a YAML file
+(``configs/judges/*.yaml``); ``judge.propose(group) -> Proposal | None`` names turns
+``start..end`` (inclusive) of one failed trajectory that likely caused the divergent outcome.
+
+Kinds: ``random``, ``first_divergence``, ``oracle`` (env expert as ground truth), and ``openai``
+(an LLM judge over any OpenAI-compatible server). ``hf``, ``vllm`` and ``agentic`` land with the
+rest of issue 5.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judges.base import Judge, Proposal, mixed_outcome
+
+
+def make(cfg) -> Judge:
+    """``cfg``: a dict with ``kind`` and the judge's options, or a path to a YAML file of one."""
+    if isinstance(cfg, (str, Path)):
+        import yaml
+
+        path = Path(cfg)
+        if not path.is_file():
+            raise FileNotFoundError(f"judge config {str(path)!r} not found (see configs/judges/)")
+        cfg = yaml.safe_load(path.read_text()) or {}
+    cfg = dict(cfg)
+    kind = cfg.pop("kind", None)
+    if kind == "random":
+        from judges.heuristic import RandomJudge
+
+        return RandomJudge(**cfg)
+    if kind == "first_divergence":
+        from judges.heuristic import FirstDivergenceJudge
+
+        return FirstDivergenceJudge(**cfg)
+    if kind == "oracle":
+        from judges.oracle import OracleJudge
+
+        return OracleJudge(**cfg)
+    if kind == "openai":
+        from agents.backends import make_backend
+        from judges.llm import LLMJudge
+
+        judge_opts = {k: cfg.pop(k) for k in ("max_turn_chars", "template", "retries") if k in cfg}
+        return LLMJudge(make_backend({"kind": "openai", **cfg}), **judge_opts)
+    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle or openai")
+
+
+__all__ = ["Judge", "Proposal", "make", "mixed_outcome"]

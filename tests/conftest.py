@@ -1,4 +1,8 @@
+import json
 import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import gymnasium as gym
 import pytest
@@ -31,3 +35,52 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class ChatHandler(BaseHTTPRequestHandler):
+    """A loopback OpenAI chat-completions server. ``plan`` entries, consumed one per request: an int
+    (answer with that HTTP status), "slow" (sleep 1 s first), "malformed" (truncated JSON body), or
+    {"content": text} (reply with that text). With the plan empty it echoes the last message."""
+
+    plan: list = []
+    seen: list = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"auth": self.headers.get("Authorization"), "body": body})
+        kind = type(self).plan.pop(0) if type(self).plan else "ok"
+        if isinstance(kind, int):
+            self.send_response(kind)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "nope"}}')
+            return
+        if kind == "slow":
+            time.sleep(1.0)
+        content = kind["content"] if isinstance(kind, dict) else f"echo: {body['messages'][-1]['content']}"
+        payload = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                           "finish_reason": "stop"}],
+                              "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+        if kind == "malformed":
+            payload = b'{"id": "c1", "choices": [{"index": 0, "mess'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        try:
+            self.wfile.write(payload)
+        except BrokenPipeError:  # the client timed out
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), ChatHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    ChatHandler.plan, ChatHandler.seen = [], []
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()

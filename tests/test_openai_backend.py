@@ -1,61 +1,12 @@
 """The OpenAI-compatible backend against a loopback chat-completions server that misbehaves on cue."""
 
-import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from agents.backends import BackendError, BackendUnavailable, make_backend
+from conftest import ChatHandler as _Chat
 from conftest import free_port
 
 SECRET = "sk-test-SECRET-do-not-log-0123456789"
-
-
-class _Chat(BaseHTTPRequestHandler):
-    plan: list = []
-    seen: list = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append({"auth": self.headers.get("Authorization"), "body": body})
-        kind = type(self).plan.pop(0) if type(self).plan else "ok"
-        if isinstance(kind, int):
-            self.send_response(kind)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b'{"error": {"message": "nope"}}')
-            return
-        if kind == "slow":
-            time.sleep(1.0)
-        last = body["messages"][-1]["content"]
-        payload = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": f"echo: {last}"},
-                                           "finish_reason": "stop"}],
-                              "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
-        if kind == "malformed":
-            payload = b'{"id": "c1", "choices": [{"index": 0, "mess'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        try:
-            self.wfile.write(payload)
-        except BrokenPipeError:
-            pass
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    _Chat.plan, _Chat.seen = [], []
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
 
 
 def backend(url, monkeypatch, **kw):
@@ -64,7 +15,8 @@ def backend(url, monkeypatch, **kw):
                          "backoff": 0.01, **kw})
 
 
-def test_batch_of_conversations_and_auth(server, monkeypatch):
+def test_batch_of_conversations_and_auth(chat_server, monkeypatch):
+    server = chat_server
     b = backend(server, monkeypatch)
     out = b.chat([[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]], max_tokens=7)
     assert [c.text for c in out] == ["echo: a", "echo: b"] and out[0].completion_tokens == 2
@@ -73,14 +25,16 @@ def test_batch_of_conversations_and_auth(server, monkeypatch):
 
 
 @pytest.mark.parametrize("plan", [[500], [429], [503, 500], ["malformed"]])
-def test_retries_then_succeeds(server, monkeypatch, plan):
+def test_retries_then_succeeds(chat_server, monkeypatch, plan):
+    server = chat_server
     _Chat.plan = list(plan)
     b = backend(server, monkeypatch, max_retries=3)
     (c,) = b.chat([[{"role": "user", "content": "x"}]])
     assert c.text == "echo: x" and b.stats["retries"] == len(plan) and b.stats["failures"] == 0
 
 
-def test_gives_up_with_a_clear_error_that_hides_the_key(server, monkeypatch):
+def test_gives_up_with_a_clear_error_that_hides_the_key(chat_server, monkeypatch):
+    server = chat_server
     _Chat.plan = [500, 500, 500]
     b = backend(server, monkeypatch, max_retries=3)
     with pytest.raises(BackendUnavailable, match=r"failed after 3 attempts \(HTTP 500\)") as err:
@@ -91,7 +45,8 @@ def test_gives_up_with_a_clear_error_that_hides_the_key(server, monkeypatch):
         b.chat([[{"role": "user", "content": "x"}]])
 
 
-def test_timeout_and_server_down(server, monkeypatch):
+def test_timeout_and_server_down(chat_server, monkeypatch):
+    server = chat_server
     _Chat.plan = ["slow", "slow"]
     b = backend(server, monkeypatch, timeout=0.2, max_retries=2)
     with pytest.raises(BackendUnavailable, match="APITimeoutError"):

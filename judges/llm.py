@@ -1,0 +1,76 @@
+"""The LLM judge: show the group's successful and failed trajectories to a chat model and ask for
+one segment as JSON. Indices and ranges are validated; malformed output gets one retry with the
+error spelled out; a model that will not cooperate (or a backend that fails) yields None."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from agents.backends import BackendError
+from agents.trajectory import Trajectory
+from judges.base import Proposal, mixed_outcome
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+class LLMJudge:
+    def __init__(self, backend, *, template: str = "llm_judge.txt", max_turn_chars: int = 400, retries: int = 1):
+        self.backend = backend
+        self.template = (PROMPTS / template).read_text(encoding="utf-8")
+        self.max_turn_chars, self.retries = max_turn_chars, retries
+        self.stats = {"calls": 0, "malformed": 0, "backend_errors": 0, "proposals": 0}
+
+    def render(self, group: list[Trajectory]) -> str:
+        blocks = []
+        for i, traj in enumerate(group):
+            lines = [f"Attempt {i} ({'SUCCESS' if traj.won else 'FAILURE'}):"]
+            for k, turn in enumerate(traj.turns):
+                obs = " ".join(turn.observation.split())
+                if len(obs) > self.max_turn_chars:
+                    obs = obs[: self.max_turn_chars] + " ..."
+                lines.append(f"  turn {k}: observation: {obs} | action: {turn.action}")
+            blocks.append("\n".join(lines))
+        return self.template.format(task=group[0].task, attempts="\n\n".join(blocks))
+
+    @staticmethod
+    def parse(text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
+        match = _JSON.search(text or "")
+        if not match:
+            return None, "no JSON object in the reply"
+        try:
+            data = json.loads(match.group(0))
+        except json.JSONDecodeError as exc:
+            return None, f"the JSON does not parse ({exc.msg})"
+        try:
+            proposal = Proposal(int(data["trajectory"]), int(data["start"]), int(data["end"]), str(data.get("reason", "")))
+        except (KeyError, TypeError, ValueError):
+            return None, "the JSON needs integer fields trajectory, start and end"
+        if not 0 <= proposal.trajectory < len(group) or group[proposal.trajectory].won:
+            return None, f"attempt {proposal.trajectory} is not one of the failed attempts"
+        if not proposal.valid_for(group):
+            n = len(group[proposal.trajectory].turns)
+            return None, f"turns {proposal.start}..{proposal.end} are not a range within 0..{n - 1}"
+        return proposal, ""
+
+    def propose(self, group: list[Trajectory]) -> Proposal | None:
+        if not mixed_outcome(group):
+            return None
+        messages = [{"role": "user", "content": self.render(group)}]
+        for _ in range(1 + self.retries):
+            self.stats["calls"] += 1
+            try:
+                (reply,) = self.backend.chat([messages], temperature=0.0)
+            except BackendError:
+                self.stats["backend_errors"] += 1
+                return None
+            proposal, error = self.parse(reply.text, group)
+            if proposal is not None:
+                self.stats["proposals"] += 1
+                return proposal
+            self.stats["malformed"] += 1
+            messages = messages + [{"role": "assistant", "content": reply.text},
+                                   {"role": "user", "content": f"That reply cannot be used: {error}. Reply with the JSON object only."}]
+        return None

@@ -1,0 +1,109 @@
+"""Judges on recorded trajectories from both envs: validity for every kind, oracle ground truth,
+config swapping, and the LLM judge against a loopback chat server."""
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import judges
+from agents.baselines import ExpertPolicy, PolicyOutput
+from agents.rollout import rollout
+from conftest import ChatHandler
+from judges import Proposal
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "judges"
+
+
+class DeviatingExpert(ExpertPolicy):
+    """The expert, except that at its first `when` action it does `instead`."""
+
+    def __init__(self, when, instead):
+        self.when, self.instead, self.done = when, instead, False
+
+    def act(self, env, observation, info):
+        out = super().act(env, observation, info)
+        if not self.done and self.when(out.action):
+            self.done = True
+            return PolicyOutput(self.instead, self.instead)
+        return out
+
+
+def group_for(env_id):
+    env = gym.make(env_id, split="test")
+    if env_id == "prover/WebShop-v0":
+        bad = DeviatingExpert(lambda a: a.startswith("click[") and a not in ("click[buy now]",) and not a.startswith("click[b0"), "click[buy now]")
+        seed = next(s for s in range(50) if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"])
+    else:
+        bad = DeviatingExpert(lambda a: a.startswith("search["), "answer[nobody at all]")
+        seed = 3
+    good = rollout(env, ExpertPolicy(), seed=seed)
+    failed = rollout(env, bad, seed=seed)
+    pivot = next(k for k, (a, b) in enumerate(zip(failed.turns, good.turns)) if a.action != b.action)
+    assert good.won and not failed.won
+    return [good, failed, good], pivot
+
+
+@pytest.fixture(scope="module", params=["prover/SearchQA-v0", "prover/WebShop-v0"])
+def group(request):
+    return group_for(request.param)
+
+
+@pytest.mark.parametrize("config", ["random.yaml", "first_divergence.yaml", "oracle.yaml"])
+def test_every_kind_proposes_a_valid_segment_of_a_failed_trajectory(group, config):
+    trajs, pivot = group
+    judge = judges.make(f"{CONFIGS}/{config}")  # swapping judges is a config change
+    p = judge.propose(trajs)
+    assert isinstance(p, Proposal) and p.valid_for(trajs) and not trajs[p.trajectory].won
+    if "random" not in config:
+        assert (p.trajectory, p.start, p.end) == (1, pivot, pivot)
+
+
+def test_no_proposal_without_mixed_outcomes(group):
+    trajs, _ = group
+    for kind in ("random", "first_divergence", "oracle"):
+        judge = judges.make({"kind": kind})
+        assert judge.propose([trajs[0], trajs[0]]) is None and judge.propose([trajs[1]]) is None
+
+
+def test_unknown_kind_and_missing_config():
+    with pytest.raises(ValueError, match="judge kind"):
+        judges.make({"kind": "psychic"})
+    with pytest.raises(FileNotFoundError, match="configs/judges"):
+        judges.make("configs/judges/nope.yaml")
+
+
+def _llm(url):
+    return judges.make({"kind": "openai", "model": "tiny", "base_url": url, "backoff": 0.01, "max_retries": 1})
+
+
+def test_llm_judge_valid_reply_and_prompt(chat_server, group):
+    trajs, pivot = group
+    ChatHandler.plan = [{"content": 'Sure! {"trajectory": 1, "start": %d, "end": %d, "reason": "bought too early"}' % (pivot, pivot)}]
+    judge = _llm(chat_server)
+    assert judge.propose(trajs) == Proposal(1, pivot, pivot, "bought too early")
+    prompt = ChatHandler.seen[0]["body"]["messages"][0]["content"]
+    assert "Attempt 1 (FAILURE):" in prompt and "Attempt 0 (SUCCESS):" in prompt and f"turn {pivot}:" in prompt
+    assert ChatHandler.seen[0]["body"]["temperature"] == 0.0
+
+
+@pytest.mark.parametrize("first", ["no json here", '{"trajectory": 0, "start": 0, "end": 0}',
+                                   '{"trajectory": 1, "start": 5, "end": 99}', '{"trajectory": "x"}', "{broken"])
+def test_llm_judge_retries_once_then_accepts(chat_server, group, first):
+    trajs, _ = group
+    ChatHandler.plan = [{"content": first}, {"content": json.dumps({"trajectory": 1, "start": 0, "end": 0})}]
+    judge = _llm(chat_server)
+    assert judge.propose(trajs) == Proposal(1, 0, 0, "")
+    assert judge.stats["malformed"] == 1
+    retry_msgs = ChatHandler.seen[1]["body"]["messages"]
+    assert retry_msgs[-1]["role"] == "user" and "cannot be used" in retry_msgs[-1]["content"]
+
+
+def test_llm_judge_returns_none_when_the_model_or_server_will_not_cooperate(chat_server, group):
+    trajs, _ = group
+    ChatHandler.plan = [{"content": "no"}, {"content": "still no"}]
+    judge = _llm(chat_server)
+    assert judge.propose(trajs) is None and judge.stats["malformed"] == 2
+    ChatHandler.plan = [500]
+    assert judge.propose(trajs) is None and judge.stats["backend_errors"] == 1
