@@ -107,3 +107,20 @@ def test_llm_judge_returns_none_when_the_model_or_server_will_not_cooperate(chat
     assert judge.propose(trajs) is None and judge.stats["malformed"] == 2
     ChatHandler.plan = [500]
     assert judge.propose(trajs) is None and judge.stats["backend_errors"] == 1
+
+
+def test_precision_against_the_oracle(group):
+    from judges.evaluate import precision_against_oracle
+
+    trajs, pivot = group
+    assert precision_against_oracle(judges.make({"kind": "first_divergence"}), [trajs])["precision"] == 1.0
+
+    class WrongTurn:
+        def propose(self, g):
+            n = len(g[1].turns)
+            return Proposal(1, (pivot + 1) % n, (pivot + 1) % n) if n > 1 else None
+
+    result = precision_against_oracle(WrongTurn(), [trajs, trajs])
+    assert result["proposals"] in (0, 2) and (result["precision"] in (None, 0.0))
+    none = precision_against_oracle(judges.make({"kind": "oracle"}), [[trajs[0]]])
+    assert none == {"groups": 1, "proposals": 0, "hits": 0, "precision": None}
