@@ -1,6 +1,6 @@
 """Chat backends shared by policies and judges. ``make_backend(cfg)`` builds one from a dict:
-``{"kind": "openai", "model": ..., "base_url": ..., "api_key_env": ...}``. The ``hf`` and ``vllm``
-backends land with the rest of issue 5."""
+``{"kind": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`` or
+``{"kind": "hf", "model_path": ...}``. The ``vllm`` backend lands with the rest of issue 5."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ def make_backend(cfg: dict) -> ChatBackend:
         from agents.backends.openai_backend import OpenAIBackend
 
         return OpenAIBackend(**cfg)
-    raise ValueError(f"backend kind={kind!r} is not available; use 'openai'")
+    if kind == "hf":
+        from agents.backends.hf_backend import HFBackend
+
+        return HFBackend(**cfg)
+    raise ValueError(f"backend kind={kind!r} is not available; use 'openai' or 'hf'")
 
 
 __all__ = ["BackendError", "BackendUnavailable", "ChatBackend", "Completion", "make_backend"]

@@ -13,6 +13,9 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     tool_calls: list | None = None
+    token_ids: list[int] | None = None  # generated tokens (local backends)
+    logprobs: list[float] | None = None  # log-probability of each generated token under the sampling policy
+    prompt_token_ids: list[int] | None = None
 
 
 class BackendError(RuntimeError):

@@ -1,0 +1,74 @@
+"""A local transformers causal LM behind the chat-backend protocol: the model's own chat template,
+batched generation (left padding), and the generated token ids with their log-probabilities, which
+the trainer needs for the policy-gradient ratio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.backends.base import BackendError, Completion
+
+
+class HFBackend:
+    def __init__(self, model_path: str, *, device: str = "cpu", dtype: str = "float32", max_tokens: int = 256,
+                 temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 16):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = Path(model_path).expanduser()
+        if not path.exists():
+            raise BackendError(f"model_path={model_path!r}: no such local directory (models are never downloaded here)")
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
+        self.device = device
+        self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
+        self.generator_seed, self.batch_size = seed, batch_size
+        self._calls = 0
+
+    def __repr__(self) -> str:
+        return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
+
+    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "") -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
+
+    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
+        params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
+        prefixes = prefixes or [""] * len(conversations)
+        out: list[Completion] = []
+        for start in range(0, len(conversations), self.batch_size):
+            ids = [self.prompt_ids(m, p) for m, p in zip(conversations[start:start + self.batch_size],
+                                                           prefixes[start:start + self.batch_size])]
+            out.extend(self._generate(ids, params))
+        return out
+
+    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
+        torch = self.torch
+        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
+        greedy = params["temperature"] <= 0
+        self._calls += 1
+        torch.manual_seed(self.generator_seed + self._calls)
+        with torch.no_grad():
+            gen = self.model.generate(
+                **batch, max_new_tokens=params["max_tokens"], do_sample=not greedy,
+                temperature=None if greedy else params["temperature"], top_p=None if greedy else params["top_p"],
+                top_k=None, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
+                output_scores=True, return_dict_in_generate=True)
+            # log-probs under the distribution the tokens were drawn from (temperature-scaled logits)
+            logps = self.model.compute_transition_scores(gen.sequences, gen.scores, normalize_logits=True)
+        width = batch["input_ids"].shape[1]
+        results = []
+        for row, prompt in enumerate(prompts):
+            new = gen.sequences[row, width:].tolist()
+            lp = logps[row].tolist()
+            finish = "length"
+            if self.tokenizer.eos_token_id in new:
+                cut = new.index(self.tokenizer.eos_token_id) + 1
+                new, lp, finish = new[:cut], lp[:cut], "stop"
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
+        return results
