@@ -2,9 +2,9 @@
 (``configs/judges/*.yaml``); ``judge.propose(group) -> Proposal | None`` names turns
 ``start..end`` (inclusive) of one failed trajectory that likely caused the divergent outcome.
 
-Kinds: ``random``, ``first_divergence``, ``oracle`` (env expert as ground truth), and ``openai``
-(an LLM judge over any OpenAI-compatible server). ``hf``, ``vllm`` and ``agentic`` land with the
-rest of issue 5.
+Kinds: ``random``, ``first_divergence``, ``oracle`` (env expert as ground truth), ``openai`` and
+``hf`` (an LLM judge over that chat backend), and ``agentic`` (tool-calling, over a ``backend``).
+``vllm`` lands with the rest of issue 5.
 """
 
 from __future__ import annotations
@@ -37,13 +37,22 @@ def make(cfg) -> Judge:
         from judges.oracle import OracleJudge
 
         return OracleJudge(**cfg)
-    if kind == "openai":
+    if kind in ("openai", "hf"):  # an LLM judge over that chat backend
         from agents.backends import make_backend
         from judges.llm import LLMJudge
 
         judge_opts = {k: cfg.pop(k) for k in ("max_turn_chars", "template", "retries") if k in cfg}
-        return LLMJudge(make_backend({"kind": "openai", **cfg}), **judge_opts)
-    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle or openai")
+        return LLMJudge(make_backend({"kind": kind, **cfg}), **judge_opts)
+    if kind == "agentic":
+        from agents.backends import make_backend
+        from judges.agentic import AgenticJudge
+
+        judge_opts = {k: cfg.pop(k) for k in ("max_calls", "max_chars") if k in cfg}
+        backend_cfg = cfg.pop("backend", None)
+        if not isinstance(backend_cfg, dict):
+            raise ValueError("an agentic judge needs backend: {kind: openai|hf, ...}")
+        return AgenticJudge(make_backend(backend_cfg), **judge_opts)
+    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle, openai, hf or agentic")
 
 
 __all__ = ["Judge", "Proposal", "make", "mixed_outcome"]

@@ -39,8 +39,9 @@ def free_port() -> int:
 
 class ChatHandler(BaseHTTPRequestHandler):
     """A loopback OpenAI chat-completions server. ``plan`` entries, consumed one per request: an int
-    (answer with that HTTP status), "slow" (sleep 1 s first), "malformed" (truncated JSON body), or
-    {"content": text} (reply with that text). With the plan empty it echoes the last message."""
+    (answer with that HTTP status), "slow" (sleep 1 s first), "malformed" (truncated JSON body),
+    {"content": text} (reply with that text) or {"tool_calls": [(name, arguments), ...]}. With the
+    plan empty it echoes the last message."""
 
     plan: list = []
     seen: list = []
@@ -57,10 +58,15 @@ class ChatHandler(BaseHTTPRequestHandler):
             return
         if kind == "slow":
             time.sleep(1.0)
-        content = kind["content"] if isinstance(kind, dict) else f"echo: {body['messages'][-1]['content']}"
+        content = kind.get("content") if isinstance(kind, dict) else f"echo: {body['messages'][-1]['content']}"
+        message = {"role": "assistant", "content": content}
+        if isinstance(kind, dict) and kind.get("tool_calls"):
+            message["tool_calls"] = [{"id": f"call{i}", "type": "function",
+                                      "function": {"name": name, "arguments": json.dumps(args)}}
+                                     for i, (name, args) in enumerate(kind["tool_calls"])]
         payload = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                           "finish_reason": "stop"}],
+                              "choices": [{"index": 0, "message": message,
+                                           "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
                               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
         if kind == "malformed":
             payload = b'{"id": "c1", "choices": [{"index": 0, "mess'

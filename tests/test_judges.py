@@ -124,3 +124,46 @@ def test_precision_against_the_oracle(group):
     assert result["proposals"] in (0, 2) and (result["precision"] in (None, 0.0))
     none = precision_against_oracle(judges.make({"kind": "oracle"}), [[trajs[0]]])
     assert none == {"groups": 1, "proposals": 0, "hits": 0, "precision": None}
+
+
+def _agentic(url, **kw):
+    return judges.make({"kind": "agentic", **kw, "backend": {"kind": "openai", "model": "tiny", "base_url": url,
+                                                             "backoff": 0.01, "max_retries": 1}})
+
+
+def test_agentic_judge_uses_tools_then_proposes(chat_server, group):
+    trajs, pivot = group
+    ChatHandler.plan = [{"tool_calls": [("compare", {"a": 0, "b": 1})]},
+                        {"tool_calls": [("view_turn", {"trajectory": 1, "turn": pivot})]},
+                        {"tool_calls": [("propose_segment", {"trajectory": 0, "start": 0, "end": 0})]},  # a success: refused
+                        {"tool_calls": [("propose_segment", {"trajectory": 1, "start": pivot, "end": pivot, "reason": "slip"})]}]
+    judge = _agentic(chat_server)
+    assert judge.propose(trajs) == Proposal(1, pivot, pivot, "slip")
+    assert judge.stats["tool_calls"] == 4 and judge.stats["invalid_proposals"] == 1
+    sent = ChatHandler.seen[1]["body"]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["view_turn", "compare", "propose_segment"]
+    tool_msg = sent["messages"][-1]
+    assert tool_msg["role"] == "tool" and f"first difference at turn {pivot}" in tool_msg["content"]
+
+
+def test_agentic_judge_text_tool_calls_and_limits(chat_server, group):
+    trajs, pivot = group
+    ChatHandler.plan = [{"content": "thinking..."},
+                        {"content": '<tool_call>{"name": "propose_segment", "arguments": {"trajectory": 1, "start": %d, "end": %d}}</tool_call>' % (pivot, pivot)}]
+    assert _agentic(chat_server).propose(trajs) == Proposal(1, pivot, pivot, "")
+    ChatHandler.plan = [{"tool_calls": [("view_turn", {"trajectory": 9, "turn": 0})]}] * 3
+    judge = _agentic(chat_server, max_calls=3)
+    assert judge.propose(trajs) is None and judge.stats["tool_calls"] == 3
+    ChatHandler.plan = [500]
+    assert judge.propose(trajs) is None and judge.stats["backend_errors"] == 1
+    with pytest.raises(ValueError, match="backend"):
+        judges.make({"kind": "agentic"})
+
+
+def test_hf_judge_over_the_tiny_model_returns_none_not_an_error(group, tmp_path):
+    from agents.tiny_model import build_tiny_model
+
+    trajs, _ = group
+    model = build_tiny_model(tmp_path / "m", ["a b c"] * 20, vocab_size=300, num_hidden_layers=1)
+    judge = judges.make({"kind": "hf", "model_path": str(model), "max_tokens": 4})
+    assert judge.propose(trajs) is None and judge.stats["malformed"] == 2

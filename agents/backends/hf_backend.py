@@ -32,8 +32,8 @@ class HFBackend:
     def __repr__(self) -> str:
         return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
 
-    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "") -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
 
     def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
@@ -41,8 +41,8 @@ class HFBackend:
         prefixes = prefixes or [""] * len(conversations)
         out: list[Completion] = []
         for start in range(0, len(conversations), self.batch_size):
-            ids = [self.prompt_ids(m, p) for m, p in zip(conversations[start:start + self.batch_size],
-                                                           prefixes[start:start + self.batch_size])]
+            ids = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations[start:start + self.batch_size],
+                                                                               prefixes[start:start + self.batch_size])]
             out.extend(self._generate(ids, params))
         return out
 

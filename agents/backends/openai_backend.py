@@ -47,6 +47,8 @@ class OpenAIBackend:
         params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
         return list(self._pool.map(lambda c: self._one(c, params), conversations))
 
+    supports_tools = True
+
     def _count(self, key: str) -> None:
         with self._lock:
             self.stats[key] += 1
