@@ -3,8 +3,8 @@
 ``start..end`` (inclusive) of one failed trajectory that likely caused the divergent outcome.
 
 Kinds: ``random``, ``first_divergence``, ``oracle`` (env expert as ground truth), ``openai`` and
-``hf`` (an LLM judge over that chat backend), and ``agentic`` (tool-calling, over a ``backend``).
-``vllm`` lands with the rest of issue 5.
+``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic`` (tool-calling, over a
+``backend``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def make(cfg) -> Judge:
         from judges.oracle import OracleJudge
 
         return OracleJudge(**cfg)
-    if kind in ("openai", "hf"):  # an LLM judge over that chat backend
+    if kind in ("openai", "hf", "vllm"):  # an LLM judge over that chat backend
         from agents.backends import make_backend
         from judges.llm import LLMJudge
 
@@ -52,7 +52,7 @@ def make(cfg) -> Judge:
         if not isinstance(backend_cfg, dict):
             raise ValueError("an agentic judge needs backend: {kind: openai|hf, ...}")
         return AgenticJudge(make_backend(backend_cfg), **judge_opts)
-    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle, openai, hf or agentic")
+    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle, openai, hf, vllm or agentic")
 
 
 __all__ = ["Judge", "Proposal", "make", "mixed_outcome"]

@@ -72,3 +72,16 @@ def test_tiny_model_is_built_from_env_text_and_cached(bundled_dir):
     b = make_backend({"kind": "hf", "model_path": str(first), "max_tokens": 2})
     ids = b.tokenizer("<think>The next step is click[buy now].</think>")["input_ids"]
     assert len(ids) < 20  # the BPE learned the formats' vocabulary
+
+
+def test_vllm_backend_is_lazy_and_says_what_to_install():
+    import importlib.util
+
+    import judges
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here; the GPU check exercises it")
+    with pytest.raises(ImportError, match=r"prover-gym\[gpu\]"):
+        make_backend({"kind": "vllm", "model_path": "Qwen/Qwen3-0.6B"})
+    with pytest.raises(ImportError, match=r"prover-gym\[gpu\]"):
+        judges.make({"kind": "vllm", "model_path": "Qwen/Qwen3-0.6B"})

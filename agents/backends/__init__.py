@@ -1,6 +1,6 @@
 """Chat backends shared by policies and judges. ``make_backend(cfg)`` builds one from a dict:
 ``{"kind": "openai", "model": ..., "base_url": ..., "api_key_env": ...}`` or
-``{"kind": "hf", "model_path": ...}``. The ``vllm`` backend lands with the rest of issue 5."""
+``{"kind": "hf", "model_path": ...}`` or ``{"kind": "vllm", "model_path": ...}`` (GPU extra, imported lazily)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ def make_backend(cfg: dict) -> ChatBackend:
         from agents.backends.hf_backend import HFBackend
 
         return HFBackend(**cfg)
-    raise ValueError(f"backend kind={kind!r} is not available; use 'openai' or 'hf'")
+    if kind == "vllm":
+        from agents.backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(**cfg)
+    raise ValueError(f"backend kind={kind!r} is not available; use 'openai', 'hf' or 'vllm'")
 
 
 __all__ = ["BackendError", "BackendUnavailable", "ChatBackend", "Completion", "make_backend"]

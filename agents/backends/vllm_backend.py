@@ -1,0 +1,51 @@
+"""vLLM's offline engine behind the chat-backend protocol (GPU extra: ``pip install prover-gym[gpu]``).
+
+Same contract as the hf backend: the model's chat template (optionally an assistant prefix),
+batched generation, generated token ids and their log-probabilities under the sampling
+distribution (``logprobs_mode="processed_logprobs"`` where the installed vLLM supports it).
+vLLM is imported only when this backend is made.
+"""
+
+from __future__ import annotations
+
+from agents.backends.base import BackendError, Completion
+
+
+class VLLMBackend:
+    def __init__(self, model_path: str, *, max_tokens: int = 512, temperature: float = 1.0, top_p: float = 1.0,
+                 seed: int = 0, gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16", **engine_kwargs):
+        try:
+            import vllm
+        except ImportError:
+            raise ImportError("the vllm backend needs vLLM and a GPU: pip install 'prover-gym[gpu]'") from None
+        self._vllm = vllm
+        kwargs = dict(model=model_path, seed=seed, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
+                      **engine_kwargs)
+        try:
+            self.llm = vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
+        except TypeError:  # older vLLM: raw log-probs (equal to processed ones at temperature 1, top_p 1)
+            self.llm = vllm.LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
+        self.seed = seed
+
+    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
+
+    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
+        params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
+        prefixes = prefixes or [""] * len(conversations)
+        prompts = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations, prefixes)]
+        sampling = self._vllm.SamplingParams(temperature=max(0.0, params["temperature"]), top_p=params["top_p"],
+                                             max_tokens=params["max_tokens"], logprobs=0, seed=self.seed)
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling, use_tqdm=False)
+        results = []
+        for prompt, out in zip(prompts, outputs):
+            if not out.outputs:
+                raise BackendError("vLLM returned no completion")
+            o = out.outputs[0]
+            ids = list(o.token_ids)
+            logprobs = [step[t].logprob for step, t in zip(o.logprobs or [], ids)] if o.logprobs else None
+            results.append(Completion(o.text, o.finish_reason, len(prompt), len(ids), None, ids, logprobs, list(prompt)))
+        return results
