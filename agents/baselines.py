@@ -26,11 +26,11 @@ class PolicyOutput:
 class ExpertPolicy:
     name = "expert"
 
-    def act(self, env, observation: str, info: dict) -> PolicyOutput:
+    def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
         action = env.unwrapped.expert_action()
         return PolicyOutput(action or INVALID_ACTION, action or INVALID_ACTION, action is not None)
 
-    def act_batch(self, pool, indices, observations, infos) -> list[PolicyOutput]:
+    def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
         return [PolicyOutput(a or INVALID_ACTION, a or INVALID_ACTION, a is not None)
                 for a in pool.expert_actions(indices)]
 
@@ -55,9 +55,9 @@ class RandomPolicy:
         start = self.rng.randrange(len(seen))
         return "answer[" + " ".join(seen[start:start + self.rng.randint(1, 3)]) + "]"
 
-    def act(self, env, observation: str, info: dict) -> PolicyOutput:
+    def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
         action = self.choose(observation, info)
         return PolicyOutput(action, action)
 
-    def act_batch(self, pool, indices, observations, infos) -> list[PolicyOutput]:
+    def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
         return [PolicyOutput(a, a) for a in (self.choose(o, i) for o, i in zip(observations, infos))]

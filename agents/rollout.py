@@ -8,12 +8,12 @@ from prover_gym import snapshot
 
 
 def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None) -> Trajectory:
-    """One episode of ``policy`` (anything with ``act(env, observation, info)``) in ``env``."""
+    """One episode of ``policy`` (anything with ``act(env, observation, info, history)``) in ``env``."""
     obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id is not None else None)
     traj = Trajectory(env.unwrapped.env_id, info["task_id"], info["task"])
     while True:
         snap = snapshot(env)
-        out = policy.act(env, obs, info)
+        out = policy.act(env, obs, info, traj.turns)
         next_obs, reward, terminated, truncated, next_info = env.step(out.action)
         traj.turns.append(Turn(obs, out.text, out.action, float(reward), snap, out.valid, next_info,
                                out.token_ids, out.logprobs, out.policy_mask))
@@ -25,7 +25,7 @@ def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None)
 
 def rollout_batch(pool, policy, seeds=None, task_ids=None) -> list[Trajectory]:
     """One episode in each env of ``pool`` (an ``EnvPool``), stepped in lock-step; ``policy``
-    needs ``act_batch(pool, indices, observations, infos)``."""
+    needs ``act_batch(pool, indices, observations, infos, histories)``."""
     n = len(pool)
     options = [{"task_id": t} for t in task_ids] if task_ids is not None else None
     first = pool.reset(seeds=seeds, options=options)
@@ -35,7 +35,8 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None) -> list[Trajectory]:
     active = [i for i in range(n) if "worker_error" not in infos[i]]
     while active:
         snaps = pool.snapshot(active)
-        outs = policy.act_batch(pool, active, [obs[i] for i in active], [infos[i] for i in active])
+        outs = policy.act_batch(pool, active, [obs[i] for i in active], [infos[i] for i in active],
+                                [trajs[i].turns for i in active])
         results = pool.step([o.action for o in outs], active)
         still = []
         for i, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):

@@ -29,7 +29,7 @@ class OneSlip(ExpertPolicy):
     def __init__(self, turn: int, rng: random.Random):
         self.turn, self.k, self.random = turn, 0, RandomPolicy(rng.randrange(1 << 30))
 
-    def act(self, env, observation, info):
+    def act(self, env, observation, info, history=None):
         out = super().act(env, observation, info)
         k, self.k = self.k, self.k + 1
         if k == self.turn:

@@ -22,7 +22,7 @@ class DeviatingExpert(ExpertPolicy):
     def __init__(self, when, instead):
         self.when, self.instead, self.done = when, instead, False
 
-    def act(self, env, observation, info):
+    def act(self, env, observation, info, history=None):
         out = super().act(env, observation, info)
         if not self.done and self.when(out.action):
             self.done = True

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from agents.backends.base import BackendError, BackendUnavailable, ChatBackend, Completion
+from agents.backends.base import BackendError, BackendUnavailable, ChatBackend, Completion  # noqa: F401
 
 
 def make_backend(cfg: dict) -> ChatBackend:

@@ -1,0 +1,50 @@
+"""A policy backed by any chat backend (hf, vllm, openai) and a prompt format.
+
+Each step renders the format's prompt from the trajectory so far, asks the backend, parses the
+reply into a canonical action (``INVALID_ACTION`` when unparseable) and returns the raw text plus,
+for local backends, the generated token ids and log-probs (all of them policy tokens)."""
+
+from __future__ import annotations
+
+from agents.baselines import PolicyOutput
+from agents.formats import SearchR1Format, make_format
+from agents.trajectory import Turn
+
+
+class LLMPolicy:
+    def __init__(self, backend, fmt=None, *, env_id: str | None = None, **generation):
+        if fmt is None:
+            if env_id is None:
+                raise ValueError("LLMPolicy needs a format or the env_id whose default format to use")
+            fmt = make_format(env_id)
+        self.backend, self.format, self.generation = backend, fmt, generation
+
+    def _request(self, observation: str, info: dict, history: list[Turn]) -> tuple[list[dict], str]:
+        if isinstance(self.format, SearchR1Format):
+            pairs = [(t.text, history[i + 1].observation if i + 1 < len(history) else observation)
+                     for i, t in enumerate(history)]
+            return self.format.messages(info.get("task", observation), pairs)
+        pairs = [(t.observation, t.action) for t in history]
+        return self.format.messages(info.get("task", ""), pairs, observation, info.get("admissible_actions")), ""
+
+    def _outputs(self, requests) -> list[PolicyOutput]:
+        messages = [m for m, _ in requests]
+        prefixes = [p for _, p in requests]
+        kwargs = dict(self.generation)
+        if any(prefixes):
+            kwargs["prefixes"] = prefixes
+        completions = self.backend.chat(messages, **kwargs)
+        outs = []
+        for c in completions:
+            parsed = self.format.parse(c.text)
+            n = len(c.token_ids) if c.token_ids is not None else 0
+            outs.append(PolicyOutput(parsed.text or c.text, parsed.action, parsed.valid, c.token_ids, c.logprobs,
+                                     [1] * n if c.token_ids is not None else None))
+        return outs
+
+    def act(self, env, observation: str, info: dict, history: list[Turn] | None = None) -> PolicyOutput:
+        return self._outputs([self._request(observation, info, history or [])])[0]
+
+    def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
+        histories = histories or [[] for _ in indices]
+        return self._outputs([self._request(o, i, h) for o, i, h in zip(observations, infos, histories)])
