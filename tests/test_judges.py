@@ -167,3 +167,12 @@ def test_hf_judge_over_the_tiny_model_returns_none_not_an_error(group, tmp_path)
     model = build_tiny_model(tmp_path / "m", ["a b c"] * 20, vocab_size=300, num_hidden_layers=1)
     judge = judges.make({"kind": "hf", "model_path": str(model), "max_tokens": 4})
     assert judge.propose(trajs) is None and judge.stats["malformed"] == 2
+
+
+def test_agentic_judge_over_the_tiny_hf_model_is_bounded(group, tmp_path):
+    from agents.tiny_model import build_tiny_model
+
+    trajs, _ = group
+    model = build_tiny_model(tmp_path / "m", ["<tool_call>{}</tool_call>"] * 20, vocab_size=300, num_hidden_layers=1)
+    judge = judges.make({"kind": "agentic", "max_calls": 2, "backend": {"kind": "hf", "model_path": str(model), "max_tokens": 4}})
+    assert judge.propose(trajs) is None and judge.stats["calls"] == 2
