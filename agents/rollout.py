@@ -11,9 +11,14 @@ def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None)
     """One episode of ``policy`` (anything with ``act(env, observation, info, history)``) in ``env``."""
     obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id is not None else None)
     traj = Trajectory(env.unwrapped.env_id, info["task_id"], info["task"])
+    return _play(env, policy, obs, info, traj, [])
+
+
+def _play(env, policy, obs: str, info: dict, traj: Trajectory, past: list[Turn]) -> Trajectory:
+    """Step ``policy`` until the episode ends, appending turns (with the snapshot before each)."""
     while True:
         snap = snapshot(env)
-        out = policy.act(env, obs, info, traj.turns)
+        out = policy.act(env, obs, info, past + traj.turns)
         next_obs, reward, terminated, truncated, next_info = env.step(out.action)
         traj.turns.append(Turn(obs, out.text, out.action, float(reward), snap, out.valid, next_info,
                                out.token_ids, out.logprobs, out.policy_mask))
@@ -21,6 +26,22 @@ def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None)
         if terminated or truncated:
             traj.won, traj.terminated, traj.truncated = bool(info.get("won")), terminated, truncated
             return traj
+
+
+def rollout_from(env, snap, policy, history: list[Turn] | None = None, *, task_id: str = "", task: str = "") -> Trajectory:
+    """Continue from ``snap`` (restored into ``env``) until the episode ends. ``history`` (the turns
+    that led there) is shown to the policy but not included in the returned trajectory."""
+    from prover_gym import restore
+
+    restore(env, snap)
+    base = env.unwrapped
+    obs = base._last_obs
+    info = base._info({})
+    traj = Trajectory(base.env_id, task_id or info["task_id"], task or info["task"])
+    if base._terminated or base._truncated:
+        traj.won, traj.terminated, traj.truncated = bool(info.get("won")), base._terminated, base._truncated
+        return traj
+    return _play(env, policy, obs, info, traj, list(history or []))
 
 
 def rollout_batch(pool, policy, seeds=None, task_ids=None) -> list[Trajectory]:

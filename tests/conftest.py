@@ -90,3 +90,20 @@ def chat_server():
     ChatHandler.plan, ChatHandler.seen = [], []
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
     srv.shutdown()
+
+
+class SlipPolicy:
+    """The env expert, except that at its first action for which ``when(action)`` holds it does
+    ``instead`` (one deliberate mistake, for judge and verification tests)."""
+
+    def __init__(self, when, instead):
+        self.when, self.instead, self.done = when, instead, False
+
+    def act(self, env, observation, info, history=None):
+        from agents.baselines import PolicyOutput
+
+        action = env.unwrapped.expert_action()
+        if not self.done and self.when(action):
+            self.done = True
+            action = self.instead
+        return PolicyOutput(action, action)

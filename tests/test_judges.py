@@ -8,35 +8,21 @@ import gymnasium as gym
 import pytest
 
 import judges
-from agents.baselines import ExpertPolicy, PolicyOutput
+from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import ChatHandler
+from conftest import ChatHandler, SlipPolicy
 from judges import Proposal
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "judges"
 
 
-class DeviatingExpert(ExpertPolicy):
-    """The expert, except that at its first `when` action it does `instead`."""
-
-    def __init__(self, when, instead):
-        self.when, self.instead, self.done = when, instead, False
-
-    def act(self, env, observation, info, history=None):
-        out = super().act(env, observation, info)
-        if not self.done and self.when(out.action):
-            self.done = True
-            return PolicyOutput(self.instead, self.instead)
-        return out
-
-
 def group_for(env_id):
     env = gym.make(env_id, split="test")
     if env_id == "prover/WebShop-v0":
-        bad = DeviatingExpert(lambda a: a.startswith("click[") and a not in ("click[buy now]",) and not a.startswith("click[b0"), "click[buy now]")
+        bad = SlipPolicy(lambda a: a.startswith("click[") and a not in ("click[buy now]",) and not a.startswith("click[b0"), "click[buy now]")
         seed = next(s for s in range(50) if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"])
     else:
-        bad = DeviatingExpert(lambda a: a.startswith("search["), "answer[nobody at all]")
+        bad = SlipPolicy(lambda a: a.startswith("search["), "answer[nobody at all]")
         seed = 3
     good = rollout(env, ExpertPolicy(), seed=seed)
     failed = rollout(env, bad, seed=seed)

@@ -1,0 +1,51 @@
+"""Segment verification from snapshots, on both envs, against outcomes computed by hand."""
+
+import gymnasium as gym
+import pytest
+
+from agents.baselines import ExpertPolicy, RandomPolicy
+from agents.rollout import rollout
+from conftest import SlipPolicy
+from judges import Proposal
+from trainers.verification import verify_segment
+
+
+CASES = {
+    "prover/SearchQA-v0": (lambda a: a.startswith("search["), "answer[certainly not this]"),
+    "prover/WebShop-v0": (lambda a: a.startswith("click[b0"), "click[back to search]"),
+}
+
+
+@pytest.mark.parametrize("env_id", sorted(CASES))
+def test_fatal_or_recoverable_slip(env_id):
+    env = gym.make(env_id, split="test")
+    when, instead = CASES[env_id]
+    failed = rollout(env, SlipPolicy(when, instead), seed=2)
+    k = next(i for i, t in enumerate(failed.turns) if t.action == instead)
+    v = verify_segment(env, failed, Proposal(0, k, k), ExpertPolicy(), m=2)
+    assert v.success_before == [True, True]  # the expert wins from just before the slip
+    if env_id == "prover/SearchQA-v0":  # a wrong answer ends the episode: the state after it is lost
+        assert not failed.won and v.success_after == [False, False] and v.a_seg == -1.0
+    else:  # going back to search is recoverable: the expert still wins after it
+        assert v.success_after == [True, True] and v.a_seg == 0.0
+    assert v.extra_env_steps == sum(len(c.turns) for c in v.continuations) > 0
+
+
+@pytest.mark.parametrize("env_id", sorted(CASES))
+def test_a_decisive_segment_gets_positive_credit(env_id):
+    """On a successful run, the segment that completes the task: random continuations from before it
+    rarely win, and the state after it is the won terminal state."""
+    env = gym.make(env_id, split="test")
+    good = rollout(env, ExpertPolicy(), seed=2)
+    last = len(good.turns) - 1
+    v = verify_segment(env, good, Proposal(0, 0, last), RandomPolicy(0), m=4)
+    assert v.success_after == [True] * 4 and v.a_seg >= 0.75
+
+
+def test_bad_proposals_are_rejected():
+    env = gym.make("prover/SearchQA-v0", split="test")
+    traj = rollout(env, ExpertPolicy(), seed=0)
+    with pytest.raises(ValueError, match="outside"):
+        verify_segment(env, traj, Proposal(0, 0, 99), ExpertPolicy())
+    with pytest.raises(ValueError, match="m must"):
+        verify_segment(env, traj, Proposal(0, 0, 0), ExpertPolicy(), m=0)
