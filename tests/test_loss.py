@@ -1,0 +1,66 @@
+"""The clipped policy loss: values by hand, clipping, KL, and that masked (env) tokens get no gradient."""
+
+import math
+
+import pytest
+import torch
+
+from trainers.loss import masked_mean, policy_loss
+
+
+def test_value_on_policy_is_minus_mean_advantage():
+    lp = torch.log(torch.tensor([[0.5, 0.25, 0.1]]))
+    adv = torch.tensor([[1.0, -2.0, 3.0]])
+    mask = torch.tensor([[1, 1, 0]])
+    loss, m = policy_loss(lp, lp.clone(), adv, mask)
+    assert loss.item() == pytest.approx(-(1.0 - 2.0) / 2) and m["clip_ratio"] == 0.0
+
+
+def test_clipping_hand_computed():
+    old = torch.log(torch.tensor([[0.5, 0.5]]))
+    new = torch.log(torch.tensor([[0.8, 0.2]]))  # ratios 1.6 and 0.4
+    adv = torch.tensor([[1.0, -1.0]])
+    loss, m = policy_loss(new, old, adv, torch.ones(1, 2), clip_eps=0.2)
+    # token 0: max(-1.6, -1.2) = -1.2 (clipped); token 1: max(0.4, 0.8) = 0.8 (clipped)
+    assert loss.item() == pytest.approx((-1.2 + 0.8) / 2) and m["clip_ratio"] == 1.0
+    loss_hi, _ = policy_loss(new, old, adv, torch.ones(1, 2), clip_eps=0.2, clip_eps_high=0.28)
+    assert loss_hi.item() == pytest.approx((-1.28 + 0.8) / 2)
+
+
+def test_env_tokens_receive_no_gradient_and_clipped_tokens_neither():
+    torch.manual_seed(0)
+    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [0, 0, 0, 1, 1, 0]])  # zeros = observation/env tokens
+    targets = torch.randint(0, 11, (2, 6))
+    for kl_coef in (0.0, 0.1):
+        logits = torch.randn(2, 6, 11, requires_grad=True)
+        lp = torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
+        old = lp.detach().clone()
+        old[0, 1] = lp[0, 1].detach() - 1.0  # token (0,1): ratio e > 1.2 with A > 0 -> clipped
+        loss, _ = policy_loss(lp, old, torch.ones(2, 6), mask, ref_logprobs=old - 0.5, kl_coef=kl_coef)
+        loss.backward()
+        grad = logits.grad.abs().sum(-1)
+        assert torch.all(grad[mask == 0] == 0)  # env text never receives gradient, with or without KL
+        others = (mask == 1).clone()
+        others[0, 1] = False
+        assert torch.all(grad[others] > 0)
+        if kl_coef == 0.0:
+            assert grad[0, 1] == 0  # the clipped token contributes no policy gradient
+        else:
+            assert grad[0, 1] > 0  # ...but the KL term still pulls it
+
+
+def test_kl_k3_estimator():
+    lp = torch.log(torch.tensor([[0.5]]))
+    ref = torch.log(torch.tensor([[0.25]]))
+    _, m = policy_loss(lp, lp.clone(), torch.zeros(1, 1), torch.ones(1, 1), ref_logprobs=ref)
+    d = math.log(0.25) - math.log(0.5)
+    assert m["kl"] == pytest.approx(math.exp(d) - d - 1)
+
+
+def test_seq_mean_vs_token_mean():
+    x = torch.tensor([[1.0, 1.0, 1.0, 1.0], [5.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]])
+    assert masked_mean(x, mask).item() == pytest.approx(9 / 5)
+    assert masked_mean(x, mask, "seq-mean").item() == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="agg"):
+        masked_mean(x, mask, "median")

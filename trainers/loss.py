@@ -1,0 +1,51 @@
+"""The policy loss: token-level clipped ratio (PPO/GRPO), optional KL to a reference policy.
+
+    ratio_t = exp(log pi(a_t) - log pi_old(a_t))
+    L_pg    = mean_t over policy tokens of max(-A_t * ratio_t, -A_t * clip(ratio_t, 1 - eps_low, 1 + eps_high))
+    L_kl    = mean_t of k3(pi_ref || pi) = exp(ref_t - lp_t) - (ref_t - lp_t) - 1   (GRPO's estimator)
+    L       = L_pg + kl_coef * L_kl
+
+Only tokens with ``mask == 1`` (the policy's own tokens) enter the means, so observation text
+(env output, prompts) never receives gradient. ``agg="token-mean"`` averages over all policy
+tokens of the batch (Dr. GRPO / DAPO); ``"seq-mean"`` averages per sequence first (GRPO).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean") -> torch.Tensor:
+    mask = mask.to(x.dtype)
+    if agg == "token-mean":
+        return (x * mask).sum() / mask.sum().clamp(min=1.0)
+    if agg == "seq-mean":
+        per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+        has_tokens = (mask.sum(-1) > 0).to(x.dtype)
+        return (per_seq * has_tokens).sum() / has_tokens.sum().clamp(min=1.0)
+    raise ValueError(f"agg={agg!r}; use 'token-mean' or 'seq-mean'")
+
+
+def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
+                clip_eps: float = 0.2, clip_eps_high: float | None = None, ref_logprobs: torch.Tensor | None = None,
+                kl_coef: float = 0.0, agg: str = "token-mean") -> tuple[torch.Tensor, dict]:
+    """(loss, metrics) for [B, T] tensors; metrics: ``clip_ratio``, ``kl``, ``approx_kl_old``."""
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
+    log_ratio = logprobs - old_logprobs
+    ratio = torch.exp(log_ratio)
+    unclipped = -advantages * ratio
+    clipped = -advantages * torch.clamp(ratio, 1.0 - clip_eps, 1.0 + eps_high)
+    pg = torch.maximum(unclipped, clipped)
+    loss = masked_mean(pg, mask, agg)
+    metrics = {
+        "clip_ratio": float(masked_mean((clipped > unclipped).to(pg.dtype), mask).detach()),
+        "approx_kl_old": float(masked_mean(-log_ratio, mask).detach()),
+    }
+    if ref_logprobs is not None:
+        d = ref_logprobs - logprobs
+        kl = torch.exp(d) - d - 1.0
+        kl_mean = masked_mean(kl, mask, agg)
+        metrics["kl"] = float(kl_mean.detach())
+        if kl_coef:
+            loss = loss + kl_coef * kl_mean
+    return loss, metrics
