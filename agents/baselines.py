@@ -21,6 +21,7 @@ class PolicyOutput:
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     policy_mask: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
 
 
 class ExpertPolicy:

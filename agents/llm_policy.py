@@ -39,7 +39,7 @@ class LLMPolicy:
             parsed = self.format.parse(c.text)
             n = len(c.token_ids) if c.token_ids is not None else 0
             outs.append(PolicyOutput(parsed.text or c.text, parsed.action, parsed.valid, c.token_ids, c.logprobs,
-                                     [1] * n if c.token_ids is not None else None))
+                                     [1] * n if c.token_ids is not None else None, c.prompt_token_ids))
         return outs
 
     def act(self, env, observation: str, info: dict, history: list[Turn] | None = None) -> PolicyOutput:

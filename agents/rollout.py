@@ -21,7 +21,7 @@ def _play(env, policy, obs: str, info: dict, traj: Trajectory, past: list[Turn])
         out = policy.act(env, obs, info, past + traj.turns)
         next_obs, reward, terminated, truncated, next_info = env.step(out.action)
         traj.turns.append(Turn(obs, out.text, out.action, float(reward), snap, out.valid, next_info,
-                               out.token_ids, out.logprobs, out.policy_mask))
+                               out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
         obs, info = next_obs, next_info
         if terminated or truncated:
             traj.won, traj.terminated, traj.truncated = bool(info.get("won")), terminated, truncated
@@ -62,7 +62,7 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None) -> list[Trajectory]:
         still = []
         for i, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):
             trajs[i].turns.append(Turn(obs[i], out.text, out.action, float(r), snap, out.valid, info,
-                                       out.token_ids, out.logprobs, out.policy_mask))
+                                       out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
             obs[i], infos[i] = o, info
             if term or trunc:
                 trajs[i].won, trajs[i].terminated, trajs[i].truncated = bool(info.get("won")), term, trunc

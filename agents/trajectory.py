@@ -21,6 +21,7 @@ class Turn:
     token_ids: list[int] | None = field(default=None, repr=False)
     logprobs: list[float] | None = field(default=None, repr=False)
     policy_mask: list[int] | None = field(default=None, repr=False)
+    prompt_token_ids: list[int] | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""From trajectories to training tensors, one sequence per turn.
+
+Each turn's sequence is exactly what the model saw and produced: ``prompt_token_ids`` (masked)
+followed by the generated ``token_ids`` (the policy tokens, with their rollout log-probs). Tokens
+the policy generated after the format's cut (text after ``</search>`` that Search-R1 discards) are
+dropped. Env text only ever appears inside prompts, so it is never a policy token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from agents.trajectory import Trajectory
+
+
+@dataclass
+class TurnSample:
+    input_ids: list[int]
+    policy_mask: list[int]
+    old_logprobs: list[float]
+    advantage: float
+    trajectory: int
+    turn: int
+
+
+def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
+    """The shortest prefix of ``token_ids`` whose decoding covers ``kept_text``."""
+    if not tokenizer.decode(token_ids, skip_special_tokens=True).startswith(kept_text):
+        return len(token_ids)  # the kept text is not a prefix of the generation: keep every token
+    for n in range(len(token_ids) + 1):
+        if len(tokenizer.decode(token_ids[:n], skip_special_tokens=True)) >= len(kept_text):
+            return n
+    return len(token_ids)
+
+
+def turn_samples(trajectories: list[Trajectory], turn_advantages: list[list[float]], tokenizer=None) -> list[TurnSample]:
+    """``turn_advantages[i][k]``: the advantage of every policy token of turn k of trajectory i
+    (GRPO's A_i, plus ProVer's bonus on the verified segment). Turns without token ids (scripted
+    policies) are skipped."""
+    samples = []
+    for i, (traj, advs) in enumerate(zip(trajectories, turn_advantages)):
+        if len(advs) != len(traj.turns):
+            raise ValueError(f"trajectory {i}: {len(advs)} advantages for {len(traj.turns)} turns")
+        for k, (turn, adv) in enumerate(zip(traj.turns, advs)):
+            if turn.token_ids is None:
+                continue
+            prompt = turn.prompt_token_ids or []
+            ids = list(turn.token_ids)
+            n = kept_token_count(tokenizer, ids, turn.text) if tokenizer is not None else len(ids)
+            ids, lps = ids[:n], list(turn.logprobs or [0.0] * len(ids))[:n]
+            samples.append(TurnSample(list(prompt) + ids, [0] * len(prompt) + [1] * len(ids),
+                                      [0.0] * len(prompt) + lps, float(adv), i, k))
+    return samples
+
+
+def collate(samples: list[TurnSample], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-padded tensors: input_ids, attention_mask, policy_mask, old_logprobs, advantages [B, T]."""
+    width = max(len(s.input_ids) for s in samples)
+
+    def pad(seq, value):
+        return seq + [value] * (width - len(seq))
+
+    policy = torch.tensor([pad(s.policy_mask, 0) for s in samples])
+    return {
+        "input_ids": torch.tensor([pad(s.input_ids, pad_id) for s in samples]),
+        "attention_mask": torch.tensor([pad([1] * len(s.input_ids), 0) for s in samples]),
+        "policy_mask": policy,
+        "old_logprobs": torch.tensor([pad(s.old_logprobs, 0.0) for s in samples]),
+        "advantages": torch.tensor([s.advantage for s in samples])[:, None] * policy.to(torch.float32),
+    }
+
+
+def token_logprobs(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """log pi(token_t | tokens_<t) for every position (position 0 gets 0), [B, T]."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, batch["input_ids"][:, 1:, None])[..., 0]
+    return torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
