@@ -212,7 +212,7 @@ class TextEnv(gym.Env):
 
     # ---- snapshot protocol ----------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        if self._task_id is None or self._np_random is None:
+        if self._task_id is None:
             raise SnapshotError(f"{self.env_id}: call reset() before snapshot()")
         core = (
             self._step,
@@ -221,7 +221,7 @@ class TextEnv(gym.Env):
             self._truncated,
             self._won,
             self._last_obs,
-            copy.deepcopy(self._np_random.bit_generator.state),
+            copy.deepcopy(self.np_random.bit_generator.state),  # creates the RNG if reset had no seed
         )
         return Snapshot(self.env_id, self.fingerprint(), dict(self._make_kwargs), core, self._get_state())
 

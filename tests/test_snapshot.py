@@ -106,3 +106,11 @@ def test_snapshot_includes_rng_so_unseeded_resets_match(envs):
     first = [env.reset()[1]["task_id"] for _ in range(5)]
     restore(other, snap)
     assert [other.reset()[1]["task_id"] for _ in range(5)] == first
+
+
+def test_snapshot_after_a_reset_by_task_id_without_seed():
+    env = gym.make("prover/SearchQA-v0", split="test")
+    tid = env.unwrapped.task_ids()[3]
+    env.reset(options={"task_id": tid})
+    snap = snapshot(env)
+    assert snap.task_id == tid and snap.step == 0

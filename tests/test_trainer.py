@@ -1,0 +1,89 @@
+"""The training loop: exact resume, kill -9 mid-run, config handling, and the ProVer advantage path."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.baselines import ExpertPolicy
+from agents.rollout import rollout
+from conftest import SlipPolicy
+from trainers.config import load_config
+from trainers.train import Trainer
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["env_kwargs={split: train, max_turns: 1}", "tasks_per_iteration=2", "group_size=2", "max_tokens=6"]
+
+
+def _rows(out):
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+            for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+
+
+def _weights(out):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(out) / "checkpoint" / "model" / "model.safetensors"))
+
+
+def test_resume_continues_exactly(tmp_path, bundled_dir):
+    a, b = tmp_path / "a", tmp_path / "b"
+    Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={a}"])).run()
+    Trainer(load_config(None, SMALL + ["iterations=2", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"])).run()
+    Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"]), resume=True).run()
+    assert _rows(a) == _rows(b) and len(_rows(a)) == 3
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_kill_9_loses_at_most_one_interval(tmp_path, bundled_dir):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "trainers.train", *SMALL, "iterations=6", "checkpoint_every=1", f"out_dir={out}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = out / "checkpoint" / "state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (state.is_file() and json.loads(state.read_text())["iteration"] >= 2):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = json.loads(state.read_text())["iteration"]
+    assert 2 <= done < 6
+    subprocess.run(cmd + ["--resume"], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    assert [r["iteration"] for r in _rows(out)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_config_errors_name_the_key():
+    with pytest.raises(ValueError, match="unknown config keys \\['itterations'\\]"):
+        load_config(None, ["itterations=3"])
+    with pytest.raises(ValueError, match="method="):
+        load_config(None, ["method=ppo"])
+    with pytest.raises(ValueError, match="key=value"):
+        load_config(None, ["method"])
+    with pytest.raises(FileNotFoundError, match="configs/train"):
+        load_config("configs/train/nope.yaml")
+    cfg = load_config(ROOT / "configs/train/searchqa_tiny_prover.yaml", ["judge.kind=oracle", "beta=0.5"])
+    assert cfg.method == "prover" and cfg.judge == {"kind": "oracle"} and cfg.beta == 0.5
+
+
+@pytest.mark.parametrize("method, sign, expected_bonus", [("prover", "positive", 0.0), ("prover", "both", -0.5),
+                                                          ("prover_unverified", "positive", 0.5), ("grpo", "positive", 0.0)])
+def test_prover_advantages_on_a_slip_group(tmp_path, bundled_dir, method, sign, expected_bonus):
+    trainer = Trainer(load_config(None, [f"method={method}", f"sign={sign}", "beta=0.5", "continuations=2",
+                                         "env_kwargs={split: test}", f"out_dir={tmp_path}"]))
+    env = trainer.env
+    good = rollout(env, ExpertPolicy(), seed=1)
+    bad = rollout(env, SlipPolicy(lambda a: a.startswith("search["), "answer[wrong]"), seed=1)
+    k = next(i for i, t in enumerate(bad.turns) if t.action == "answer[wrong]")
+    trainer.policy = ExpertPolicy()  # continuations by the expert: A_seg = 0 (after: lost) - 1 (before: wins) = -1
+    per_turn, stats = trainer.advantages([[good, bad]])
+    grpo_bad = -0.5 / (0.5 ** 0.5 + 1e-6)  # (0 - mean) / unbiased std of rewards [1, 0]
+    assert per_turn[1][k] == pytest.approx(grpo_bad + expected_bonus, abs=1e-4)
+    assert stats["verified"] == (0 if method == "grpo" else 1)
+    if method in ("prover",):
+        assert stats["a_seg"] == [-1.0] and stats["extra_steps"] > 0

@@ -1,0 +1,309 @@
+"""The training loop: rollouts -> GRPO advantages (+ ProVer's verified segment bonus) -> clipped loss.
+
+    python -m trainers.train --config configs/train/searchqa_tiny_grpo.yaml method=prover iterations=20
+    python -m trainers.train --config ... --resume          # continue exactly from the last checkpoint
+
+Same loop for every method; only the advantages differ:
+- ``grpo``: group-normalised outcome advantage on every policy token;
+- ``prover``: + beta * A_seg on the judge's segment, A_seg verified by M continuations from both sides;
+- ``prover_random``: the same verification of a random segment;
+- ``prover_unverified``: the judge's segment credited with A_seg = 1, no continuations.
+Metrics go to ``out_dir/metrics.jsonl`` (names below); checkpoints (model, optimizer, RNG, iteration)
+are written atomically every ``checkpoint_every`` iterations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trainers.config import TrainConfig, load_config  # noqa: E402
+
+METRICS = ("reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "env_steps", "tokens",
+           "prover/verified_segments", "prover/mean_segment_advantage", "prover/extra_tokens_ratio",
+           "prover/extra_env_steps_ratio", "seconds")
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, resume: bool = False):
+        import gymnasium as gym
+
+        import judges
+        import prover_gym  # noqa: F401
+        from agents.backends.hf_backend import HFBackend
+        from agents.llm_policy import LLMPolicy
+        from agents.tiny_model import tiny_model_dir
+
+        self.cfg = cfg
+        self.out = Path(cfg.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.ckpt = self.out / "checkpoint"
+        self.iteration = 0
+        resuming = resume and (self.ckpt / "state.json").is_file()
+        model_path = str(self.ckpt / "model") if resuming else (cfg.model_path or str(tiny_model_dir()))
+        _seed_all(cfg.seed)
+        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed)
+        self.model = self.backend.model
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
+        self.policy = LLMPolicy(self.backend, env_id=cfg.env_id)
+        self.judge = judges.make({"kind": "random", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge)
+        self.rng = random.Random(cfg.seed)
+        if resuming:
+            self._load()
+            self._truncate_metrics()
+        elif resume:
+            print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
+        (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+
+    # ---- checkpoints ------------------------------------------------------------------------
+    def save(self) -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="checkpoint.tmp", dir=self.out))
+        self.model.save_pretrained(str(tmp / "model"))
+        self.backend.tokenizer.save_pretrained(str(tmp / "model"))
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        state = {"iteration": self.iteration, "python_rng": _encode(self.rng.getstate()),
+                 "torch_rng": self._torch_state(), "numpy_rng": _encode(np.random.get_state()),
+                 "backend_calls": self.backend._calls}
+        (tmp / "state.json").write_text(json.dumps(state))
+        old = self.out / "checkpoint.old"
+        if self.ckpt.exists():
+            os.rename(self.ckpt, old)
+        os.rename(tmp, self.ckpt)  # the switch is one rename; a kill before it leaves the previous one
+        shutil.rmtree(old, ignore_errors=True)
+
+    @staticmethod
+    def _torch_state() -> list[int]:
+        return torch.get_rng_state().tolist()
+
+    def _load(self) -> None:
+        state = json.loads((self.ckpt / "state.json").read_text())
+        self.optimizer.load_state_dict(torch.load(self.ckpt / "optimizer.pt", weights_only=True))
+        self.iteration = state["iteration"]
+        self.rng.setstate(_decode(state["python_rng"]))
+        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
+        np.random.set_state(_decode(state["numpy_rng"]))
+        self.backend._calls = state["backend_calls"]
+
+    def _truncate_metrics(self) -> None:
+        """Rows written after the last checkpoint (a run killed mid-interval) are dropped, atomically."""
+        path = self.out / "metrics.jsonl"
+        if not path.is_file():
+            return
+        rows = [line for line in path.read_text().splitlines() if line.strip()]
+        keep = [r for r in rows if json.loads(r).get("iteration", 0) <= self.iteration]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(r + "\n" for r in keep))
+        os.replace(tmp, path)
+
+    # ---- SFT warm start -----------------------------------------------------------------------
+    def sft(self) -> list[float]:
+        """Cross-entropy on expert turns rendered in the policy's format (prompt tokens masked)."""
+        from dataclasses import replace
+
+        from agents.baselines import ExpertPolicy
+        from agents.rollout import rollout
+        from prover_gym import restore
+
+        cfg, tok = self.cfg, self.backend.tokenizer
+        examples = []
+        for episode in range(cfg.sft_episodes):
+            traj = rollout(self.env, ExpertPolicy(), seed=cfg.seed * 100_003 + episode)
+            rendered = [replace(t, text=render_action(self.policy.format, t.action)) for t in traj.turns]
+            for k, turn in enumerate(rendered):
+                restore(self.env, turn.snapshot)
+                info = self.env.unwrapped._info({})
+                messages, prefix = self.policy._request(turn.observation, info, rendered[:k])
+                prompt = self.backend.prompt_ids(messages, prefix)
+                target = tok(turn.text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+                examples.append((prompt, target))
+        opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.sft_lr)
+        losses = []
+        self.model.train()
+        for _ in range(cfg.sft_steps):
+            batch = self.rng.sample(examples, min(cfg.minibatch_size, len(examples)))
+            width = max(len(p) + len(t) for p, t in batch)
+            ids = torch.full((len(batch), width), tok.pad_token_id)
+            labels = torch.full((len(batch), width), -100)
+            attn = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, (p, t) in enumerate(batch):
+                seq = p + t
+                ids[row, :len(seq)] = torch.tensor(seq)
+                labels[row, len(p):len(seq)] = torch.tensor(t)
+                attn[row, :len(seq)] = 1
+            loss = self.model(input_ids=ids, attention_mask=attn, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+        self.model.eval()
+        with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"examples": len(examples), "first_loss": losses[0] if losses else None,
+                                 "last_loss": losses[-1] if losses else None}) + "\n")
+        return losses
+
+    # ---- one iteration ------------------------------------------------------------------------
+    def collect(self):
+        from agents.rollout import rollout
+
+        task_ids = self.env.unwrapped.task_ids()
+        groups = []
+        for task in self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids))):
+            groups.append([rollout(self.env, self.policy, task_id=task) for _ in range(self.cfg.group_size)])
+        return groups
+
+    def advantages(self, groups):
+        from judges.base import mixed_outcome
+        from trainers.advantages import grpo_advantages
+        from trainers.verification import verify_segment
+
+        cfg = self.cfg
+        per_turn, stats = [], {"verified": 0, "a_seg": [], "extra_steps": 0, "extra_tokens": 0}
+        verified_groups = 0
+        for group in groups:
+            rewards = torch.tensor([1.0 if t.won else 0.0 for t in group])
+            adv = grpo_advantages(rewards, std_normalize=cfg.std_normalize).tolist()
+            turns = [[a] * len(t.turns) for a, t in zip(adv, group)]
+            if cfg.method != "grpo" and mixed_outcome(group) and verified_groups < cfg.max_verified_groups:
+                proposal = self.judge.propose(group)
+                if proposal is not None:
+                    verified_groups += 1
+                    if cfg.method == "prover_unverified":
+                        a_seg = 1.0
+                    else:
+                        v = verify_segment(self.env, group[proposal.trajectory], proposal, self.policy, m=cfg.continuations)
+                        a_seg = v.a_seg
+                        stats["extra_steps"] += v.extra_env_steps
+                        stats["extra_tokens"] += v.extra_tokens
+                    stats["verified"] += 1
+                    stats["a_seg"].append(a_seg)
+                    if a_seg > 0 or cfg.sign == "both":
+                        for k in range(proposal.start, proposal.end + 1):
+                            turns[proposal.trajectory][k] += cfg.beta * a_seg
+            per_turn.extend(turns)
+        return per_turn, stats
+
+    def learn(self, trajectories, per_turn) -> dict:
+        from trainers.loss import policy_loss
+        from trainers.sequences import collate, token_logprobs, turn_samples
+
+        samples = [s for s in turn_samples(trajectories, per_turn, self.backend.tokenizer) if any(s.policy_mask)]
+        if not samples:
+            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "samples": 0}
+        self.model.train()
+        self.optimizer.zero_grad()
+        total_tokens = sum(sum(s.policy_mask) for s in samples)
+        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0}
+        for start in range(0, len(samples), self.cfg.minibatch_size):
+            part = samples[start:start + self.cfg.minibatch_size]
+            batch = collate(part, self.backend.tokenizer.pad_token_id)
+            lp = token_logprobs(self.model, batch)
+            loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
+                                  clip_eps=self.cfg.clip_eps, agg=self.cfg.agg)
+            weight = sum(sum(s.policy_mask) for s in part) / total_tokens  # token-mean over the whole batch
+            (loss * weight).backward()
+            logs["loss"] += float(loss.detach()) * weight
+            logs["clip_ratio"] += m["clip_ratio"] * weight
+            logs["approx_kl_old"] += m["approx_kl_old"] * weight
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.model.eval()
+        logs["samples"] = len(samples)
+        return logs
+
+    def step(self) -> dict:
+        t0 = time.time()
+        groups = self.collect()
+        trajectories = [t for g in groups for t in g]
+        per_turn, pstats = self.advantages(groups)
+        logs = self.learn(trajectories, per_turn)
+        steps = sum(len(t.turns) for t in trajectories)
+        tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
+        digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
+        self.iteration += 1
+        row = {"iteration": self.iteration, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
+               "success": sum(t.won for t in trajectories) / len(trajectories), **logs, "kl": 0.0,
+               "env_steps": steps, "tokens": tokens,
+               "prover/verified_segments": pstats["verified"],
+               "prover/mean_segment_advantage": (sum(pstats["a_seg"]) / len(pstats["a_seg"])) if pstats["a_seg"] else 0.0,
+               "prover/extra_tokens_ratio": pstats["extra_tokens"] / max(tokens, 1),
+               "prover/extra_env_steps_ratio": pstats["extra_steps"] / max(steps, 1),
+               "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
+        with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+        return row
+
+    def run(self) -> list[dict]:
+        rows = []
+        if self.iteration == 0 and self.cfg.sft_steps > 0 and not (self.ckpt / "state.json").is_file():
+            self.sft()
+        while self.iteration < self.cfg.iterations:
+            rows.append(self.step())
+            if self.iteration % self.cfg.checkpoint_every == 0 or self.iteration == self.cfg.iterations:
+                self.save()
+        return rows
+
+
+def render_action(fmt, action: str) -> str:
+    """An expert action written the way the policy's format expects the model to write it."""
+    from agents.formats import SearchR1Format
+
+    if isinstance(fmt, SearchR1Format):
+        verb, arg = action.split("[", 1)
+        return f"<think>I should {verb} now.</think><{verb}> {arg[:-1]} </{verb}>"
+    return f"<think>The next step is {action}.</think><action>{action}</action>"
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _encode(state):
+    if isinstance(state, tuple):
+        return {"t": [_encode(x) for x in state]}
+    if isinstance(state, np.ndarray):
+        return {"a": state.tolist()}
+    return state
+
+
+def _decode(state):
+    if isinstance(state, dict) and "t" in state:
+        return tuple(_decode(x) for x in state["t"])
+    if isinstance(state, dict) and "a" in state:
+        return np.array(state["a"], dtype=np.uint32)
+    if isinstance(state, list):
+        return tuple(state)
+    return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m trainers.train", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", help="YAML config (configs/train/*.yaml)")
+    ap.add_argument("--resume", action="store_true", help="continue from out_dir/checkpoint")
+    ap.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. method=prover judge.kind=oracle")
+    args = ap.parse_args(argv)
+    cfg = load_config(args.config, args.overrides)
+    trainer = Trainer(cfg, resume=args.resume)
+    for row in trainer.run():
+        print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/verified_segments")}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
