@@ -87,3 +87,11 @@ def test_prover_advantages_on_a_slip_group(tmp_path, bundled_dir, method, sign, 
     assert stats["verified"] == (0 if method == "grpo" else 1)
     if method in ("prover",):
         assert stats["a_seg"] == [-1.0] and stats["extra_steps"] > 0
+
+
+def test_kl_to_the_reference_is_logged_and_the_reference_persists(tmp_path, bundled_dir):
+    out = tmp_path / "kl"
+    t = Trainer(load_config(None, SMALL + ["iterations=1", "kl_coef=0.1", "sft_steps=2", "sft_episodes=1", f"out_dir={out}"]))
+    rows = t.run()
+    assert "kl" in rows[0] and rows[0]["kl"] >= 0.0
+    assert (out / "reference" / "config.json").is_file()

@@ -197,28 +197,54 @@ class Trainer:
             per_turn.extend(turns)
         return per_turn, stats
 
+    def reference(self):
+        """A frozen copy of the policy as it was when RL started (after SFT), for the KL term."""
+        if self.cfg.kl_coef <= 0:
+            return None
+        if getattr(self, "_reference", None) is None:
+            import copy
+
+            ref_dir = self.out / "reference"
+            if (ref_dir / "config.json").is_file():
+                from transformers import AutoModelForCausalLM
+
+                self._reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
+            else:
+                self._reference = copy.deepcopy(self.model).eval()
+                self._reference.save_pretrained(str(ref_dir))  # so a resumed run uses the same reference
+            for p in self._reference.parameters():
+                p.requires_grad_(False)
+        return self._reference
+
     def learn(self, trajectories, per_turn) -> dict:
         from trainers.loss import policy_loss
         from trainers.sequences import collate, token_logprobs, turn_samples
 
         samples = [s for s in turn_samples(trajectories, per_turn, self.backend.tokenizer) if any(s.policy_mask)]
         if not samples:
-            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "samples": 0}
+            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "samples": 0}
         self.model.train()
         self.optimizer.zero_grad()
         total_tokens = sum(sum(s.policy_mask) for s in samples)
-        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0}
+        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
         for start in range(0, len(samples), self.cfg.minibatch_size):
             part = samples[start:start + self.cfg.minibatch_size]
             batch = collate(part, self.backend.tokenizer.pad_token_id)
             lp = token_logprobs(self.model, batch)
+            ref = self.reference()
+            ref_lp = None
+            if ref is not None:
+                with torch.no_grad():
+                    ref_lp = token_logprobs(ref, batch)
             loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
-                                  clip_eps=self.cfg.clip_eps, agg=self.cfg.agg)
+                                  clip_eps=self.cfg.clip_eps, agg=self.cfg.agg, ref_logprobs=ref_lp,
+                                  kl_coef=self.cfg.kl_coef)
             weight = sum(sum(s.policy_mask) for s in part) / total_tokens  # token-mean over the whole batch
             (loss * weight).backward()
             logs["loss"] += float(loss.detach()) * weight
             logs["clip_ratio"] += m["clip_ratio"] * weight
             logs["approx_kl_old"] += m["approx_kl_old"] * weight
+            logs["kl"] += m.get("kl", 0.0) * weight
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
         self.model.eval()
@@ -236,7 +262,7 @@ class Trainer:
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
         self.iteration += 1
         row = {"iteration": self.iteration, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
-               "success": sum(t.won for t in trajectories) / len(trajectories), **logs, "kl": 0.0,
+               "success": sum(t.won for t in trajectories) / len(trajectories), **logs,
                "env_steps": steps, "tokens": tokens,
                "prover/verified_segments": pstats["verified"],
                "prover/mean_segment_advantage": (sum(pstats["a_seg"]) / len(pstats["a_seg"])) if pstats["a_seg"] else 0.0,
