@@ -191,3 +191,13 @@ def test_bad_constructor_arguments_are_named():
         gym.make("prover/SearchQA-v0", split="dev")
     with pytest.raises(ValueError, match="search_url"):
         gym.make("prover/SearchQA-v0", retriever="http")
+
+
+def test_data_sources_filter_is_an_easy_split(make_searchqa):
+    env = make_searchqa(split="test", data_sources=["single_hop"])
+    ids = env.unwrapped.task_ids()
+    assert len(ids) == 250 and all(env.reset(options={"task_id": t})[1]["data_source"] == "single_hop" for t in ids[:20])
+    full = make_searchqa(split="test")
+    assert env.unwrapped.fingerprint() != full.unwrapped.fingerprint()
+    with pytest.raises(ValueError, match="selects no question"):
+        make_searchqa(split="test", data_sources=["nq"])

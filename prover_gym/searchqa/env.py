@@ -63,6 +63,8 @@ class SearchQAEnv(TextEnv):
         max_obs_tokens: cut of a search observation, in tokens (500, as Search-R1; 0 = no cut).
         tokenizer: path of a local Hugging Face tokenizer for the cut (None: whitespace tokens).
         reward: ``"em"`` (default), ``"f1"`` or ``"subem"``.
+        data_sources: keep only these families/datasets (e.g. ``["single_hop"]``: an easy split for
+            small models); None keeps all.
     """
 
     env_id = "prover/SearchQA-v0"
@@ -71,11 +73,11 @@ class SearchQAEnv(TextEnv):
                  retriever: str = "bm25", search_url: str | list[str] | None = None, topk: int = 3,
                  max_turns: int = 4, max_steps: int | None = None, obs_format: str = "searchr1",
                  max_obs_tokens: int = 500, tokenizer: str | None = None, reward: str = "em",
-                 render_mode: str | None = None):
+                 data_sources: list[str] | None = None, render_mode: str | None = None):
         make_kwargs = {k: v for k, v in dict(
             split=split, data=data, corpus=corpus, retriever=retriever, search_url=search_url, topk=topk,
             max_turns=max_turns, max_steps=max_steps, obs_format=obs_format, max_obs_tokens=max_obs_tokens,
-            tokenizer=tokenizer, reward=reward).items()}
+            tokenizer=tokenizer, reward=reward, data_sources=data_sources).items()}
         if max_steps is None:
             max_steps = max_turns + 1
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
@@ -109,8 +111,13 @@ class SearchQAEnv(TextEnv):
         else:
             raise ValueError(f"retriever={retriever!r}; use 'bm25' or 'http'")
         settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]
+        if data_sources is not None:
+            settings.append(sorted(data_sources))
         self._fingerprint = hashlib.sha256(json.dumps(settings, default=str).encode()).hexdigest()
-        self._ids = [e.id for e in self.examples]
+        self._ids = [e.id for e in self.examples if data_sources is None or e.data_source in data_sources]
+        if data_sources is not None and not self._ids:
+            known = sorted({e.data_source for e in self.examples})
+            raise ValueError(f"data_sources={data_sources!r} selects no question of split {split!r}; sources there: {known}")
         self._example: QAExample | None = None
         self._n_searches = 0
         self._retrieved: tuple[tuple[str, ...], ...] = ()
