@@ -10,10 +10,6 @@ It knows nothing until trained (SFT warm start, issue 6).
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 TINY_VERSION = 1
@@ -83,24 +79,11 @@ def build_tiny_model(out_dir: Path, texts: list[str], *, vocab_size: int = 4096,
 
 def tiny_model_dir(root: Path | None = None) -> Path:
     """The cached tiny model directory, built on first use (atomically)."""
-    from prover_gym.bm25 import cache_dir
+    from prover_gym.cache import build_once, cache_dir
 
-    directory = (root or cache_dir()) / f"tiny-qwen3-v{TINY_VERSION}"
-    if (directory / "complete.json").is_file():
-        return directory
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
-    try:
+    def build(out: Path) -> dict:
         texts = env_corpus()
-        build_tiny_model(tmp, texts)
-        (tmp / "complete.json").write_text(json.dumps({"texts": len(texts), "version": TINY_VERSION}))
-        if directory.exists():
-            shutil.rmtree(directory, ignore_errors=True)
-        try:
-            os.rename(tmp, directory)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return directory
+        build_tiny_model(out, texts)
+        return {"texts": len(texts), "version": TINY_VERSION}
+
+    return build_once((root or cache_dir()) / f"tiny-qwen3-v{TINY_VERSION}", build)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from prover_gym.cache import MARKER, build_once, cache_dir
 
 log = logging.getLogger(__name__)
 _INDEX_FORMAT = 1
@@ -28,15 +28,6 @@ LUCENE_STOPWORDS = (
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
     "they this to was will with"
 ).split()
-
-
-def cache_dir() -> Path:
-    """``$PROVER_GYM_CACHE``, else ``$XDG_CACHE_HOME/prover_gym``, else ``~/.cache/prover_gym``."""
-    root = os.environ.get("PROVER_GYM_CACHE")
-    if root:
-        return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
 
 
 def fingerprint_texts(texts, ids=None) -> str:
@@ -99,7 +90,7 @@ class BM25Index:
         import bm25s
 
         directory = self.index_dir
-        marker = directory / "complete.json"
+        marker = directory / MARKER
         if not marker.is_file():
             return False
         try:
@@ -117,21 +108,12 @@ class BM25Index:
             return False
 
     def _save(self) -> None:
-        directory = self.index_dir
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
-        try:
-            self._bm25.save(str(tmp), show_progress=False)
-            self._tok.save_vocab(str(tmp))
-            (tmp / "complete.json").write_text(json.dumps({"n_docs": self.n_docs, "fingerprint": self.fingerprint,
-                                                           "settings": self.description}))
-            try:
-                os.rename(tmp, directory)
-            except OSError:  # a concurrent builder won; keep theirs
-                shutil.rmtree(tmp, ignore_errors=True)
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        def write(out: Path) -> dict:
+            self._bm25.save(str(out), show_progress=False)
+            self._tok.save_vocab(str(out))
+            return {"n_docs": self.n_docs, "fingerprint": self.fingerprint, "settings": self.description}
+
+        build_once(self.index_dir, write)
 
     def tokenize(self, queries: list[str]) -> list[list[int]]:
         with self._lock:

@@ -28,3 +28,30 @@ class BackendUnavailable(BackendError):
 
 class ChatBackend(Protocol):
     def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]: ...
+
+
+class LocalChatBackend:
+    """Shared by the in-process backends (hf, vllm): the model's chat template (plus an optional
+    assistant prefix, to continue a transcript, and tools) turned into prompt token ids, and
+    generation in chunks of ``batch_size``. Subclasses set ``tokenizer``, ``defaults`` and
+    ``batch_size`` and implement ``_generate(prompt_ids, params) -> list[Completion]``."""
+
+    tokenizer = None
+    defaults: dict = {}
+    batch_size: int = 1 << 30
+
+    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
+
+    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
+        params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
+        prefixes = prefixes or [""] * len(conversations)
+        prompts = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations, prefixes)]
+        out: list[Completion] = []
+        for start in range(0, len(prompts), self.batch_size):
+            out.extend(self._generate(prompts[start:start + self.batch_size], params))
+        return out
+
+    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
+        raise NotImplementedError

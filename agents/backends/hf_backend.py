@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.backends.base import BackendError, Completion
+from agents.backends.base import BackendError, Completion, LocalChatBackend
 
 
-class HFBackend:
+class HFBackend(LocalChatBackend):
     def __init__(self, model_path: str, *, device: str = "cpu", dtype: str = "float32", max_tokens: int = 256,
                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 16):
         import torch
@@ -31,20 +31,6 @@ class HFBackend:
 
     def __repr__(self) -> str:
         return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
-
-    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
-
-    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
-        params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
-        prefixes = prefixes or [""] * len(conversations)
-        out: list[Completion] = []
-        for start in range(0, len(conversations), self.batch_size):
-            ids = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations[start:start + self.batch_size],
-                                                                               prefixes[start:start + self.batch_size])]
-            out.extend(self._generate(ids, params))
-        return out
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
         torch = self.torch

@@ -8,10 +8,10 @@ vLLM is imported only when this backend is made.
 
 from __future__ import annotations
 
-from agents.backends.base import BackendError, Completion
+from agents.backends.base import BackendError, Completion, LocalChatBackend
 
 
-class VLLMBackend:
+class VLLMBackend(LocalChatBackend):
     def __init__(self, model_path: str, *, max_tokens: int = 512, temperature: float = 1.0, top_p: float = 1.0,
                  seed: int = 0, gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16", **engine_kwargs):
         try:
@@ -29,14 +29,7 @@ class VLLMBackend:
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed = seed
 
-    def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
-
-    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
-        params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
-        prefixes = prefixes or [""] * len(conversations)
-        prompts = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations, prefixes)]
+    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
         sampling = self._vllm.SamplingParams(temperature=max(0.0, params["temperature"]), top_p=params["top_p"],
                                              max_tokens=params["max_tokens"], logprobs=0, seed=self.seed)
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling, use_tqdm=False)

@@ -10,16 +10,14 @@ passage stating the needed fact in the top ``VERIFY_TOPK`` of the embedded BM25,
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from prover_gym.cache import build_once, cache_dir
 from prover_gym.searchqa import generator as gen
 from prover_gym.searchqa.data import Corpus
-from prover_gym.searchqa.retrievers import BM25Retriever, cache_dir
+from prover_gym.searchqa.retrievers import BM25Retriever
 
 VERIFY_TOPK = 3
 
@@ -47,24 +45,7 @@ DEFAULT = BundledConfig()
 
 def bundled_data_dir(config: BundledConfig = DEFAULT, root: Path | None = None) -> Path:
     """Directory of the bundled data for ``config``, generated on first call."""
-    directory = (root or cache_dir()) / config.key
-    if (directory / "complete.json").is_file():
-        return directory
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=config.key + ".tmp", dir=directory.parent))
-    try:
-        stats = _build(config, tmp, root)
-        (tmp / "complete.json").write_text(json.dumps(stats, indent=1))
-        if directory.exists():  # a broken earlier build (no complete.json): replace it
-            shutil.rmtree(directory, ignore_errors=True)
-        try:
-            os.rename(tmp, directory)
-        except OSError:  # a concurrent builder finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return directory
+    return build_once((root or cache_dir()) / config.key, lambda out: _build(config, out, root))
 
 
 def _build(config: BundledConfig, out: Path, root: Path | None) -> dict:

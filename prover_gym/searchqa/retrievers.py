@@ -23,7 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from prover_gym.bm25 import BM25Index, cache_dir
+from prover_gym.bm25 import BM25Index
+from prover_gym.cache import cache_dir
 from prover_gym.searchqa.data import Corpus
 
 __all__ = [

@@ -1,0 +1,51 @@
+"""The on-disk cache: where generated data, indexes and models live, and how they are written.
+
+Everything is built into a temporary directory beside its final place, marked complete, then
+renamed into place, so a reader sees a whole directory or none, and a build killed half-way is
+rebuilt on the next call rather than used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+MARKER = "complete.json"
+
+
+def cache_dir() -> Path:
+    """``$PROVER_GYM_CACHE``, else ``$XDG_CACHE_HOME/prover_gym``, else ``~/.cache/prover_gym``."""
+    root = os.environ.get("PROVER_GYM_CACHE")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
+
+
+def build_once(directory: Path, build: Callable[[Path], dict]) -> Path:
+    """``directory``, built by ``build(tmp_dir) -> marker dict`` unless it is already complete.
+
+    A directory without its marker (an interrupted build) is replaced; when a concurrent builder
+    finishes first, its result is kept and ours discarded.
+    """
+    if (directory / MARKER).is_file():
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
+    try:
+        marker = build(tmp)
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1))
+        if directory.exists() and not (directory / MARKER).is_file():
+            shutil.rmtree(directory, ignore_errors=True)
+        try:
+            os.rename(tmp, directory)
+        except OSError:  # a concurrent builder won; keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory
