@@ -12,6 +12,7 @@ import importlib.util
 
 # id -> (entry point, module that must be importable for the id to be registered)
 ENV_IDS: dict[str, str] = {
+    "prover/ALFWorld-v0": "prover_gym.alfworld.env:ALFWorldEnv",
     "prover/SearchQA-v0": "prover_gym.searchqa.env:SearchQAEnv",
     "prover/WebShop-v0": "prover_gym.webshop.env:WebShopEnv",
 }

@@ -1,0 +1,212 @@
+"""ALFWorld games: the bundled generated splits (built lazily, one game at a time, cached) and
+official json_2.1.x directories (task dirs with ``game.tw-pddl`` and ``traj_data.json``).
+
+Generated splits mirror ALFWorld's: ``train`` and ``valid_seen`` draw from the same floor plans,
+``valid_unseen`` only from ALFRED's held-out floor plans (10, 219, 308, 424), never used in train.
+``test`` is ``valid_unseen`` (ALFWorld's out-of-distribution evaluation). Task ``i`` of a split has
+task type ``TASK_TYPES[i % 6]``; its floor plan and layout come from a seed derived from
+``(split, i, attempt)``, and the first attempt whose game the handcoded expert wins within the
+step budget is kept, with that winning walkthrough stored in the game file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from prover_gym.alfworld.generator import (
+    TASK_TYPES,
+    UNSEEN_FLOOR_PLANS,
+    Infeasible,
+    available_floor_plans,
+    generate_game,
+    grammar_text,
+    scene_type,
+    write_game,
+)
+from prover_gym.cache import MARKER, cache_dir
+
+GENERATOR_VERSION = "alfworld-gen-v1"
+SPLIT_SIZES = {"train": 3553, "valid_seen": 140, "valid_unseen": 134}  # ALFWorld's split sizes
+SPLIT_ALIASES = {"test": "valid_unseen", "eval_in_distribution": "valid_seen", "eval_out_of_distribution": "valid_unseen"}
+MAX_ATTEMPTS = 40
+
+
+class DataError(ValueError):
+    """A games directory or game file is missing or malformed."""
+
+
+def canonical_split(split: str) -> str:
+    split = SPLIT_ALIASES.get(split, split)
+    if split not in SPLIT_SIZES:
+        raise ValueError(f"split={split!r}; use one of {sorted(SPLIT_SIZES) + sorted(SPLIT_ALIASES)}")
+    return split
+
+
+# ---- generated games ---------------------------------------------------------------------------
+def generated_root(max_receptacles: int | None, num_distractors: int) -> Path:
+    knobs = f"r{max_receptacles if max_receptacles is not None else 'all'}-d{num_distractors}"
+    return cache_dir() / GENERATOR_VERSION / knobs
+
+
+def generated_task_ids(split: str, task_types=None, num_games: int | None = None) -> list[str]:
+    split = canonical_split(split)
+    n = SPLIT_SIZES[split] if num_games is None else num_games
+    wanted = set(task_types or TASK_TYPES)
+    return [f"{split}/{i:05d}" for i in range(n) if TASK_TYPES[i % len(TASK_TYPES)] in wanted]
+
+
+def task_type_of(task_id: str) -> str:
+    return TASK_TYPES[int(task_id.rsplit("/", 1)[1]) % len(TASK_TYPES)]
+
+
+@lru_cache(maxsize=None)
+def split_floor_plans(split: str, task_type: str) -> tuple[int, ...]:
+    from prover_gym.alfworld.generator import _constants
+
+    valid = _constants().GOALS_VALID[task_type]
+    plans = [n for n in available_floor_plans() if scene_type(n) in valid]
+    if split == "valid_unseen":
+        return tuple(n for n in plans if n in UNSEEN_FLOOR_PLANS)
+    return tuple(n for n in plans if n not in UNSEEN_FLOOR_PLANS)
+
+
+def generated_game(task_id: str, engine, *, max_receptacles: int | None, num_distractors: int,
+                   budget: int = 50) -> Path:
+    """The game file of a generated task, generating and checking it on first use (cached).
+
+    ``engine`` (an ``AlfredEngine``) is used to check the game: the handcoded expert must win it
+    within ``budget`` steps. It is left with the game loaded at its initial state.
+    """
+    split, index = task_id.rsplit("/", 1)
+    root = generated_root(max_receptacles, num_distractors)
+    final = root / split / index
+    if (final / MARKER).is_file():
+        return final / "game.tw-pddl"
+    task_type = task_type_of(task_id)
+    plans = split_floor_plans(split, task_type)
+    rng = random.Random(f"{GENERATOR_VERSION}|{task_id}")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(MAX_ATTEMPTS):
+        floor_plan = rng.choice(plans)
+        seed = rng.randrange(1 << 30)
+        try:
+            game = generate_game(floor_plan, task_type, seed, max_receptacles=max_receptacles,
+                                 num_distractors=num_distractors)
+        except Infeasible:
+            continue
+        tmp = Path(tempfile.mkdtemp(prefix=index + ".tmp", dir=final.parent))
+        try:
+            path = write_game(game, tmp)
+            walkthrough = _expert_walkthrough(engine, str(path), budget)
+            if walkthrough is None:
+                continue
+            write_game(game, tmp, walkthrough)
+            marker = {"task_id": task_id, "task_type": task_type, "floor_plan": floor_plan, "seed": seed,
+                      "attempt": attempt, "walkthrough_len": len(walkthrough), "version": GENERATOR_VERSION}
+            (tmp / MARKER).write_text(json.dumps(marker, indent=1))
+            if final.exists() and not (final / MARKER).is_file():
+                shutil.rmtree(final, ignore_errors=True)
+            try:
+                os.rename(tmp, final)
+            except OSError:  # a concurrent generator won; its game is the same
+                pass
+            return final / "game.tw-pddl"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    raise DataError(f"could not generate a solvable game for {task_id} in {MAX_ATTEMPTS} attempts")
+
+
+def _expert_walkthrough(engine, path: str, budget: int) -> list[str] | None:
+    engine.load(path)
+    commands = []
+    for _ in range(budget):
+        plan = engine.expert_plan()
+        command = plan[0] if plan else "look"
+        commands.append(command)
+        _, won = engine.step(command)
+        if won:
+            return commands
+    return None
+
+
+# ---- official games ----------------------------------------------------------------------------
+_OLD_TASK = re.compile(r'"task"\s*:\s*\[\s*\{\s*"rhs"\s*:\s*"Your task is to: (.*?)\.?"\s*\}', re.S)
+
+
+def official_games(root: Path, split: str, *, include_sliced: bool = False) -> dict[str, Path]:
+    """task id (the task dir relative to the split dir) -> game.tw-pddl, for solvable games, as
+    ``AlfredTWEnv.collect_game_files`` selects them (no movable-receptacle tasks; sliced ones only
+    with ``include_sliced``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"ALFWorld data directory {root} does not exist; pass data= the json_2.1.x folder "
+                        "(the one holding train/, valid_seen/, valid_unseen/) or a folder of task dirs")
+    canonical = SPLIT_ALIASES.get(split, split)
+    base = root / canonical if (root / canonical).is_dir() else root
+    games = {}
+    for traj in sorted(base.rglob("traj_data.json")):
+        task_dir = traj.parent
+        rel = task_dir.relative_to(base).as_posix()
+        if "movable" in rel or ("Sliced" in rel and not include_sliced):
+            continue
+        game = task_dir / "game.tw-pddl"
+        if not game.is_file():
+            continue
+        try:
+            doc = json.loads(game.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"{game}: not a JSON game file ({exc}); re-download or delete it") from exc
+        for key in ("pddl_domain", "grammar", "pddl_problem"):
+            if key not in doc:
+                raise DataError(f"{game}: missing key {key!r}; is this a textworld .tw-pddl game file?")
+        if not doc.get("solvable"):
+            continue
+        games[rel] = game
+    if not games:
+        raise DataError(f"no solvable ALFWorld games (task dirs with game.tw-pddl + traj_data.json) under {base}")
+    return games
+
+
+def patched_game(game: Path) -> Path:
+    """json_2.1.1 games carry the old grammar (``put X in/on Y``, ``You arrive at loc 12``, no
+    ``help``), while alfworld 0.4.x's expert says ``move X to Y``. Like alfworld's
+    ``scripts/patch_tw-pddl.py``, swap in the package grammar with the game's task sentence. The
+    patched copy lives in the cache (with its traj_data.json); the official file is not touched."""
+    raw = game.read_text()
+    doc = json.loads(raw)
+    if "in/on" not in doc["grammar"]:
+        return game
+    m = _OLD_TASK.search(doc["grammar"])
+    if m is None:
+        raise DataError(f"{game}: cannot find the task sentence in its grammar; pass grammar_patch=False")
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
+    out = cache_dir() / "alfworld-patched" / digest
+    if not (out / MARKER).is_file():
+        doc["grammar"] = grammar_text().replace("UNKNOWN GOAL", m.group(1))
+        from prover_gym.cache import build_once
+
+        def build(tmp: Path) -> dict:
+            (tmp / "game.tw-pddl").write_text(json.dumps(doc))
+            shutil.copyfile(game.parent / "traj_data.json", tmp / "traj_data.json")
+            return {"source": str(game)}
+
+        build_once(out, build)
+    return out / "game.tw-pddl"
+
+
+@lru_cache(maxsize=4096)
+def traj_info(game: Path) -> dict:
+    try:
+        traj = json.loads((Path(game).parent / "traj_data.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"{Path(game).parent / 'traj_data.json'}: unreadable ({exc})") from exc
+    scene = traj.get("scene", {})
+    return {"task_type": traj.get("task_type", ""), "floor_plan": scene.get("floor_plan", "")}

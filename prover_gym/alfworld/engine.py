@@ -1,0 +1,418 @@
+"""The real ALFWorld text engine (textworld ``PddlEnv`` + alfworld's Alfred wrappers), made fast
+and branchable.
+
+``AlfredEngine`` drives one ``PddlEnv`` wrapped exactly as ``AlfredTWEnv`` does it
+(``AlfredDemangler`` -> ``AlfredInfos`` -> ``AlfredExpert(handcoded)``) and adds:
+
+* **Native snapshots.** libdownward keeps every visited state in its registry and exports
+  ``get_state_id`` / ``set_state_id`` (not bound by ``fast_downward.load_lib``); together with a copy
+  of ``PddlState``'s Python-side fact mirror, the wrappers' state and the expert, that is the whole
+  game state. Restoring is a table swap, independent of the episode length.
+* **Portable snapshots.** State ids are process-local and die with the game's registry, so every
+  snapshot also carries the list of FD operator ids applied since the start; restoring elsewhere
+  replays those operators silently (no text rendering) from the game's initial state.
+* **Speed-ups that keep the text byte-identical** (tested): the TatSu parses of grammar templates
+  and conjunctive queries are memoised, the PDDL->SAS translations and the TWL2 grammar are cached
+  per game, and ``reset`` of a loaded game restores its initial snapshot instead of re-translating.
+  The patches are active only inside this engine's calls, so the stock engine next to it stays stock.
+
+The engine relies on private attributes of ``textworld==1.7.0`` and ``fast-downward-textworld==20.6.4``;
+``check_versions`` refuses others with a message naming the pins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import itertools
+import json
+import os
+import pickle
+import random
+import sys
+import threading
+from collections import Counter, OrderedDict, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+PINNED = {"textworld": "1.7.0", "fast-downward-textworld": "20.6.4", "alfworld": "0.4.2"}
+_LOCK = threading.RLock()  # the FD translator and the memo patches are process-global
+_UIDS = itertools.count()
+
+
+class EngineError(RuntimeError):
+    """The ALFWorld engine is missing, the wrong version, or a game cannot be loaded."""
+
+
+def check_versions() -> None:
+    from importlib import metadata
+
+    problems = []
+    for name, want in PINNED.items():
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            have = None
+        if have != want:
+            problems.append(f"{name}=={want} (found {have or 'nothing'})")
+    if problems:
+        raise EngineError(
+            "prover/ALFWorld-v0 needs the pinned engine: " + ", ".join(problems)
+            + '. Install it with: pip install alfworld==0.4.2 "textworld[pddl]==1.7.0" '
+            "(with the virtualenv's bin first on PATH, so fast-downward-textworld builds)."
+        )
+
+
+def _prepare_import() -> None:
+    # importing alfworld creates $ALFWORLD_DATA (default ~/.cache/alfworld); keep it in our cache
+    if "ALFWORLD_DATA" not in os.environ:
+        from prover_gym.cache import cache_dir
+
+        os.environ["ALFWORLD_DATA"] = str(cache_dir() / "alfworld_data")
+
+
+# ---- memoisation patches ----------------------------------------------------------------------
+_TEXTGEN_MEMO: dict = {}
+_QUERY_MEMO: dict = {}
+_TRANSLATION_MEMO: "OrderedDict[tuple, tuple]" = OrderedDict()
+_LOGIC_MEMO: "OrderedDict[tuple, Any]" = OrderedDict()
+
+
+def _install_patches():
+    """Swap the memoised functions in; returns an undo callable. Caller holds ``_LOCK``."""
+    import fast_downward
+    import textworld.envs.pddl.logic as pddl_logic
+    import textworld.envs.pddl.textgen as textgen
+    from textworld.logic import Rule
+
+    orig_parse = textgen._parse_and_convert
+    orig_query = Rule.__dict__["parse_conjunctive_query"]
+    orig_fd = pddl_logic.fast_downward
+    orig_logic = pddl_logic.GameLogic
+
+    orig_copy_context = textgen.copy_context
+    orig_symbol_copy = textgen.Symbol.copy
+
+    def copy_context(context):
+        # the stock version deep-copies entity infos and variables that derivation never mutates
+        # (it only adds keys to the two dicts), so copying the dicts gives the same text
+        return {
+            "state": context["state"],
+            "facts": context["facts"],
+            "variables": dict(context["variables"]),
+            "mapping": dict(context["mapping"]),
+            "entity_infos": context["entity_infos"],
+        }
+
+    def symbol_copy(self, context):
+        new = copy.deepcopy(self, {id(self.context): self.context})  # the old context is replaced anyway
+        new.context = copy_context(context)
+        return new
+
+    def logic_memo(domain, grammar):
+        key = (domain, grammar)
+        logic = _LOGIC_MEMO.get(key)
+        if logic is None:
+            logic = _LOGIC_MEMO[key] = orig_logic(domain=domain, grammar=grammar)
+            while len(_LOGIC_MEMO) > 64:
+                _LOGIC_MEMO.popitem(last=False)
+        return logic
+
+    def parse_memo(text, rule_name=None, trace=False, **kwargs):
+        if trace or kwargs:
+            return orig_parse(text, rule_name=rule_name, trace=trace, **kwargs)
+        key = (text, rule_name)
+        parsed = _TEXTGEN_MEMO.get(key)
+        if parsed is None:
+            parsed = _TEXTGEN_MEMO[key] = orig_parse(text, rule_name=rule_name)
+        return copy.deepcopy(parsed)  # derive() mutates the symbols' contexts
+
+    def query_memo(cls, expr):
+        rule = _QUERY_MEMO.get(expr)
+        if rule is None:
+            rule = _QUERY_MEMO[expr] = orig_query.__func__(cls, expr)
+        return rule
+
+    class _CachedFD:
+        def __getattr__(self, name):
+            return getattr(fast_downward, name)
+
+        @staticmethod
+        def pddl2sas(domain, problem, verbose=False, optimize=False):
+            # the "optimized" translation only feeds the FD replanner (the `planner` expert and
+            # `policy_commands`), which this engine never calls: hand it the plain task instead
+            key = (domain, problem)
+            hit = _TRANSLATION_MEMO.get(key)
+            if hit is None:
+                argv = list(sys.argv)
+                try:
+                    hit = fast_downward.pddl2sas(domain, problem, verbose=verbose, optimize=False)
+                finally:
+                    sys.argv[:] = argv  # pddl2sas overwrites sys.argv
+                _TRANSLATION_MEMO[key] = hit
+                while len(_TRANSLATION_MEMO) > 64:
+                    _TRANSLATION_MEMO.popitem(last=False)
+            else:
+                _TRANSLATION_MEMO.move_to_end(key)
+            return hit
+
+    textgen._parse_and_convert = parse_memo
+    textgen.copy_context = copy_context
+    textgen.Symbol.copy = symbol_copy
+    Rule.parse_conjunctive_query = classmethod(query_memo)
+    pddl_logic.fast_downward = _CachedFD()
+    pddl_logic.GameLogic = logic_memo
+
+    def undo():
+        textgen._parse_and_convert = orig_parse
+        textgen.copy_context = orig_copy_context
+        textgen.Symbol.copy = orig_symbol_copy
+        Rule.parse_conjunctive_query = orig_query
+        pddl_logic.fast_downward = orig_fd
+        pddl_logic.GameLogic = orig_logic
+
+    return undo
+
+
+@contextlib.contextmanager
+def _fast(rng_state):
+    """Run engine code with the memo patches on and this engine's private ``random`` state (the
+    handcoded expert draws from the global ``random`` module). Yields a holder for the new state."""
+    with _LOCK:
+        undo = _install_patches()
+        outer = random.getstate()
+        random.setstate(rng_state)
+        holder = {}
+        try:
+            yield holder
+        finally:
+            holder["rng"] = random.getstate()
+            random.setstate(outer)
+            undo()
+
+
+# ---- snapshots --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EngineState:
+    """Portable engine state: enough to rebuild the game anywhere from its initial state."""
+
+    game: str  # game file path
+    ops: tuple  # FD operator ids applied since the initial state
+    feedback: str
+    last_command: str
+    moves: int
+    expert: bytes  # pickled HandCodedTWAgent (b"" without expert)
+    prev_command: str
+    expert_plan: tuple
+    rng: tuple  # this engine's `random` state
+    token: tuple  # (engine uid, serial): finds the native record in the process that made it
+
+
+@dataclass
+class _Native:
+    state_id: int
+    facts: dict
+    vars_by_name: dict
+    vars_by_type: dict
+    var_counts: Counter
+    operators: dict
+    game_state: Any
+    prev_state: Any
+    last_action: Any
+
+
+class AlfredEngine:
+    """One ALFWorld game engine. Not thread-safe; one per env."""
+
+    def __init__(self, *, expert: bool = True, native_cache: int = 256):
+        check_versions()
+        _prepare_import()
+        import textworld
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
+        from textworld.envs.pddl import PddlEnv
+
+        infos = textworld.EnvInfos(admissible_commands=True, won=True, facts=expert, extras=["gamefile"])
+        self._pddl = PddlEnv(infos)
+        lib = self._pddl.downward_lib
+        lib.get_state_id.argtypes, lib.get_state_id.restype = [], ctypes.c_int
+        lib.set_state_id.argtypes, lib.set_state_id.restype = [ctypes.c_int], None
+        self._lib = lib
+        inner = AlfredInfos(AlfredDemangler(self._pddl, shuffle=False))
+        self._expert_wrapper = AlfredExpert(inner, expert_type="handcoded") if expert else None
+        self._top = self._expert_wrapper or inner
+        self.expert_enabled = expert
+        self._uid = (os.getpid(), next(_UIDS))
+        self._serial = itertools.count()
+        self._natives: "OrderedDict[int, _Native]" = OrderedDict()
+        self._native_cache = native_cache
+        self.game: str | None = None
+        self._initial: tuple[EngineState, _Native] | None = None
+        self._ops: list[int] = []
+        self._rng = random.Random(0).getstate()
+
+    # ---- game lifecycle ---------------------------------------------------------------------
+    def load(self, game: str, *, seed: int = 0) -> None:
+        """Load ``game`` (a game.tw-pddl path with traj_data.json beside it) and record its initial state."""
+        self._rng = random.Random(seed).getstate()
+        self._natives.clear()
+        with _fast(self._rng) as out:
+            try:
+                self._top.load(game)
+                self._top.reset()
+            except Exception as exc:  # noqa: BLE001 - the engine raises many kinds
+                self.game = None
+                raise EngineError(f"cannot load ALFWorld game {game}: {type(exc).__name__}: {exc}") from exc
+        self._rng = out["rng"]
+        self.game = game
+        self._ops = []
+        self._initial = (self._portable(), self._save_native())
+
+    def reset(self) -> None:
+        """Back to the loaded game's initial state (a restore, no re-translation)."""
+        if self._initial is None:
+            raise EngineError("load() a game before reset()")
+        self._restore_native(*self._initial)
+
+    def step(self, command: str) -> tuple[str, bool]:
+        """Apply an admissible ``command``; returns (feedback, won)."""
+        with _fast(self._rng) as out:
+            state, _, _ = self._top.step(command)
+        self._rng = out["rng"]
+        last = self._pddl._last_action
+        if last is not None:
+            self._ops.append(int(last.id))
+        return state.feedback, bool(state["won"])
+
+    # ---- views ------------------------------------------------------------------------------
+    @property
+    def state(self):
+        return self._top.state
+
+    def feedback(self) -> str:
+        return self.state.feedback
+
+    def admissible(self) -> list[str]:
+        return list(self.state["admissible_commands"])
+
+    def won(self) -> bool:
+        return bool(self.state["won"])
+
+    def expert_plan(self) -> list[str]:
+        return list(self.state.get("extra.expert_plan") or []) if self.expert_enabled else []
+
+    # ---- snapshots --------------------------------------------------------------------------
+    def snapshot(self) -> EngineState:
+        portable = self._portable()
+        self._natives[portable.token[1]] = self._save_native()
+        while len(self._natives) > self._native_cache:
+            self._natives.popitem(last=False)
+        return portable
+
+    def restore(self, snap: EngineState) -> None:
+        native = self._natives.get(snap.token[1]) if snap.token[0] == self._uid and snap.game == self.game else None
+        if native is not None:
+            self._natives.move_to_end(snap.token[1])
+            self._restore_native(snap, native)
+        else:
+            self._restore_portable(snap)
+
+    def _portable(self) -> EngineState:
+        st = self.state
+        ew = self._expert_wrapper
+        return EngineState(
+            game=self.game or "",
+            ops=tuple(self._ops),
+            feedback=st.feedback,
+            last_command=st.get("last_command") or "",
+            moves=self._pddl._moves,
+            expert=pickle.dumps(ew._handcoded_expert, protocol=pickle.HIGHEST_PROTOCOL) if ew else b"",
+            prev_command=ew.prev_command if ew else "",
+            expert_plan=tuple(self.expert_plan()),
+            rng=self._rng,
+            token=(self._uid, next(self._serial)),
+        )
+
+    def _save_native(self) -> _Native:
+        ps = self._pddl._pddl_state
+        return _Native(
+            state_id=self._lib.get_state_id(),
+            facts={k: set(v) for k, v in ps._facts.items()},
+            vars_by_name=dict(ps._vars_by_name),
+            vars_by_type={k: set(v) for k, v in ps._vars_by_type.items()},
+            var_counts=Counter(ps._var_counts),
+            operators=dict(getattr(ps, "_operators", {})),
+            game_state=self._pddl.state,
+            prev_state=self._pddl.prev_state,
+            last_action=self._pddl._last_action,
+        )
+
+    def _restore_native(self, snap: EngineState, native: _Native) -> None:
+        ps = self._pddl._pddl_state
+        self._lib.set_state_id(native.state_id)
+        ps._facts = defaultdict(set, {k: set(v) for k, v in native.facts.items()})
+        ps._vars_by_name = dict(native.vars_by_name)
+        ps._vars_by_type = defaultdict(set, {k: set(v) for k, v in native.vars_by_type.items()})
+        ps._var_counts = Counter(native.var_counts)
+        ps._operators = dict(native.operators)
+        self._pddl.state = native.game_state
+        self._pddl.prev_state = native.prev_state
+        self._pddl._last_action = native.last_action
+        self._set_wrappers(snap, native.game_state)
+
+    def _set_wrappers(self, snap: EngineState, game_state) -> None:
+        self._pddl._moves = snap.moves
+        self._ops = list(snap.ops)
+        self._rng = snap.rng
+        ew = self._expert_wrapper
+        if ew is not None:
+            ew.state = game_state
+            ew._handcoded_expert = pickle.loads(snap.expert)
+            ew.prev_command = snap.prev_command
+        else:
+            self._top.state = game_state
+
+    def _restore_portable(self, snap: EngineState) -> None:
+        """Rebuild from the game's initial state by applying the operator ids, rendering only once."""
+        from textworld.core import GameState
+
+        if snap.game != self.game or self._initial is None:
+            self.load(snap.game)
+        init_snap, init_native = self._initial
+        self._restore_native(init_snap, init_native)
+        ps = self._pddl._pddl_state
+        with _fast(self._rng):
+            for op_id in snap.ops:
+                ps.all_applicable_actions()
+                if op_id not in ps._operators:
+                    raise EngineError(f"snapshot operator {op_id} is not applicable in {snap.game}; the game file changed")
+                ps.apply(_OpRef(op_id))
+            state = GameState()
+            state.last_command = snap.last_command
+            state.feedback = state.raw = snap.feedback
+            self._pddl.state = state
+            self._pddl._last_action = None
+            self._pddl._gather_infos()
+            if self.expert_enabled:
+                state["extra.expert_plan"] = list(snap.expert_plan)
+        self._pddl.prev_state = None
+        self._set_wrappers(snap, state)
+
+
+class _OpRef:
+    """What ``PddlState.apply`` reads from an action: its operator id."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, op_id: int):
+        self.id = op_id
+
+
+def render_equal(a, b) -> bool:
+    """Whether two engine views show the same text (used by the self-test)."""
+    return a.feedback == b.feedback and list(a["admissible_commands"]) == list(b["admissible_commands"])
+
+
+def game_json(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)

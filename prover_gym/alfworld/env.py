@@ -1,0 +1,157 @@
+"""``prover/ALFWorld-v0``: ALFWorld's text games on the real engine (textworld ``PddlEnv`` with the
+Alfred demangler, infos and handcoded-expert wrappers), with exact, fast snapshots.
+
+Actions are the engine's own commands (``go to countertop 1``, ``take apple 1 from countertop 1``,
+``move apple 1 to fridge 1``, ...); ``info["admissible_actions"]`` lists them. A command outside
+that list gets the engine's ``Nothing happens.``, counts as a step and changes nothing
+(``info["error"]`` says why). Reward 1.0 when the goal is reached, which ends the episode;
+``max_steps`` (50, as verl-agent) truncates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from prover_gym.alfworld import data as alf_data
+from prover_gym.alfworld.engine import AlfredEngine
+from prover_gym.alfworld.generator import TASK_TYPES
+from prover_gym.core import Outcome, TextEnv
+
+_TASK_MARK = "Your task is to: "
+
+
+class ALFWorldEnv(TextEnv):
+    """ALFWorld text env.
+
+    Args:
+        split: ``"train"``, ``"valid_seen"``, ``"valid_unseen"``; ``"test"`` = ``"valid_unseen"``.
+        data: None for the bundled generated games; else an official json_2.1.x directory (with
+            ``train/``, ``valid_seen/``, ``valid_unseen/``) or a folder of task dirs.
+        task_types: keep only these of the six task types (e.g. ``["pick_and_place_simple"]``).
+        max_receptacles, num_distractors: the generator's difficulty knobs (None = every
+            receptacle of the floor plan; distractor objects per game). Ignored for official data.
+        num_games: use only the first N tasks of a generated split (before the task-type filter).
+        expert: run the handcoded expert each step (``info["expert_plan"]``, ``expert_action()``);
+            False is faster.
+        grammar_patch: give json_2.1.1 games the package grammar (``move X to Y``), as alfworld's
+            ``patch_tw-pddl.py`` does, so the 0.4.2 expert works on them.
+        include_sliced: also load official ``*Sliced*`` tasks (AlfredTWEnv skips them).
+    """
+
+    env_id = "prover/ALFWorld-v0"
+
+    def __init__(self, split: str = "train", data: str | None = None, *, max_steps: int = 50,
+                 task_types: list[str] | tuple[str, ...] | None = None, max_receptacles: int | None = None,
+                 num_distractors: int = 10, num_games: int | None = None, expert: bool = True,
+                 grammar_patch: bool = True, include_sliced: bool = False, render_mode: str | None = None):
+        task_types = list(task_types) if task_types is not None else None
+        make_kwargs = dict(split=split, data=data, max_steps=max_steps, task_types=task_types,
+                           max_receptacles=max_receptacles, num_distractors=num_distractors, num_games=num_games,
+                           expert=expert, grammar_patch=grammar_patch, include_sliced=include_sliced)
+        super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
+        for t in task_types or ():
+            if t not in TASK_TYPES:
+                raise ValueError(f"task_types: unknown task type {t!r}; use some of {list(TASK_TYPES)}")
+        if max_receptacles is not None and (not isinstance(max_receptacles, int) or max_receptacles < 1):
+            raise ValueError(f"max_receptacles must be None or a positive int, got {max_receptacles!r}")
+        if not isinstance(num_distractors, int) or num_distractors < 0:
+            raise ValueError(f"num_distractors must be a non-negative int, got {num_distractors!r}")
+        self.split = split
+        self._knobs = dict(max_receptacles=max_receptacles, num_distractors=num_distractors)
+        if data is None:
+            self._official = None
+            self._ids = alf_data.generated_task_ids(split, task_types, num_games)
+            source = [alf_data.GENERATOR_VERSION, alf_data.canonical_split(split), max_receptacles, num_distractors]
+        else:
+            games = alf_data.official_games(Path(data), split, include_sliced=include_sliced)
+            if task_types is not None:
+                games = {k: v for k, v in games.items() if alf_data.traj_info(v)["task_type"] in task_types}
+            self._official = games
+            self._ids = sorted(games)
+            digest = hashlib.sha256()
+            for k in self._ids:
+                digest.update(k.encode() + b"\0" + games[k].read_bytes())
+            source = ["official", digest.hexdigest(), grammar_patch]
+        self._grammar_patch = grammar_patch
+        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]).encode()).hexdigest()
+        self.engine = AlfredEngine(expert=expert)
+        self._meta: dict = {}
+
+    # ---- games --------------------------------------------------------------------------------
+    def game_path(self, task_id: str) -> Path:
+        """The game.tw-pddl of ``task_id`` (generated and checked on first use for bundled games)."""
+        if self._official is None:
+            return alf_data.generated_game(task_id, self.engine, **self._knobs, budget=max(self.max_steps, 50))
+        game = self._official[task_id]
+        return alf_data.patched_game(game) if self._grammar_patch else game
+
+    def _enter(self, task_id: str) -> Path:
+        if self._meta.get("task_id") == task_id and self.engine.game == self._meta["path"]:
+            return Path(self._meta["path"])
+        path = self.game_path(task_id)
+        if self.engine.game != str(path):
+            self.engine.load(str(path))
+        info = alf_data.traj_info(Path(path))
+        intro = self.engine._initial[0].feedback
+        task = intro.split(_TASK_MARK, 1)[1].strip() if _TASK_MARK in intro else ""
+        self._meta = {**info, "task": task, "path": str(path), "task_id": task_id}
+        return path
+
+    # ---- TextEnv hooks ----------------------------------------------------------------------
+    def task_ids(self) -> list[str]:
+        return self._ids
+
+    def task(self) -> str:
+        return self._meta.get("task", "")
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def _load_task(self, task_id: str) -> str:
+        self._enter(task_id)
+        self.engine.reset()
+        return self.engine.feedback()
+
+    def _apply(self, action: str) -> Outcome:
+        command = action.strip()
+        if command not in self.engine.admissible():
+            return Outcome(observation="Nothing happens.",
+                           info={"error": f"{command[:80]!r} is not an admissible command; "
+                                          "choose one of info['admissible_actions']"})
+        feedback, won = self.engine.step(command)
+        return Outcome(observation=feedback, reward=1.0 if won else 0.0, terminated=won, won=won)
+
+    def _get_state(self) -> Any:
+        return self.engine.snapshot()
+
+    def _set_state(self, state: Any) -> None:
+        self._pending = state
+
+    def restore(self, snap) -> None:
+        self._pending = None
+        super().restore(snap)
+        state, self._pending = self._pending, None
+        path = self._enter(self._task_id)
+        if state.game != str(path):  # made on another machine or cache: same game, other path
+            state = dataclasses.replace(state, game=str(path), token=(None, -1))
+        self.engine.restore(state)
+
+    def admissible_actions(self) -> list[str]:
+        return self.engine.admissible()
+
+    def expert_action(self) -> str | None:
+        if self._task_id is None or self._terminated or self._truncated:
+            return None
+        plan = self.engine.expert_plan()
+        return plan[0] if plan else None
+
+    def _extra_info(self) -> dict:
+        return {
+            "task_type": self._meta.get("task_type", ""),
+            "floor_plan": self._meta.get("floor_plan", ""),
+            "expert_plan": self.engine.expert_plan() if self._task_id is not None else [],
+        }
