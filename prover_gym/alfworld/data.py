@@ -134,6 +134,8 @@ def _expert_walkthrough(engine, path: str, budget: int) -> list[str] | None:
         _, won = engine.step(command)
         if won:
             return commands
+        if engine.expert_error:
+            return None
     return None
 
 

@@ -206,6 +206,7 @@ class EngineState:
     prev_command: str
     expert_plan: tuple
     rng: tuple  # this engine's `random` state
+    expert_error: str  # why the handcoded expert gave up in this episode ("" while it works)
     token: tuple  # (engine uid, serial): finds the native record in the process that made it
 
 
@@ -250,11 +251,13 @@ class AlfredEngine:
         self._initial: tuple[EngineState, _Native] | None = None
         self._ops: list[int] = []
         self._rng = random.Random(0).getstate()
+        self.expert_error = ""
 
     # ---- game lifecycle ---------------------------------------------------------------------
     def load(self, game: str, *, seed: int = 0) -> None:
         """Load ``game`` (a game.tw-pddl path with traj_data.json beside it) and record its initial state."""
         self._rng = random.Random(seed).getstate()
+        self.expert_error = ""
         self._natives.clear()
         with _fast(self._rng) as out:
             try:
@@ -276,8 +279,22 @@ class AlfredEngine:
 
     def step(self, command: str) -> tuple[str, bool]:
         """Apply an admissible ``command``; returns (feedback, won)."""
+        ew = self._expert_wrapper
         with _fast(self._rng) as out:
-            state, _, _ = self._top.step(command)
+            if ew is None:
+                state, _, _ = self._top.step(command)
+            else:  # AlfredExpert.step, with the expert's own failures contained
+                state, _, _ = ew._wrapped_env.step(command)
+                ew.state = state
+                ew.prev_command = str(command)
+                if self.expert_error:
+                    state["extra.expert_plan"] = []
+                else:
+                    try:
+                        ew._gather_infos()
+                    except Exception as exc:  # noqa: BLE001 - the handcoded expert can crash or time out
+                        self.expert_error = f"{type(exc).__name__}: {exc}"
+                        state["extra.expert_plan"] = []
         self._rng = out["rng"]
         last = self._pddl._last_action
         if last is not None:
@@ -299,7 +316,9 @@ class AlfredEngine:
         return bool(self.state["won"])
 
     def expert_plan(self) -> list[str]:
-        return list(self.state.get("extra.expert_plan") or []) if self.expert_enabled else []
+        if not self.expert_enabled or self.expert_error:
+            return []
+        return list(self.state.get("extra.expert_plan") or [])
 
     # ---- snapshots --------------------------------------------------------------------------
     def snapshot(self) -> EngineState:
@@ -330,6 +349,7 @@ class AlfredEngine:
             prev_command=ew.prev_command if ew else "",
             expert_plan=tuple(self.expert_plan()),
             rng=self._rng,
+            expert_error=self.expert_error,
             token=(self._uid, next(self._serial)),
         )
 
@@ -364,6 +384,7 @@ class AlfredEngine:
         self._pddl._moves = snap.moves
         self._ops = list(snap.ops)
         self._rng = snap.rng
+        self.expert_error = snap.expert_error
         ew = self._expert_wrapper
         if ew is not None:
             ew.state = game_state

@@ -237,8 +237,15 @@ def generate_game(floor_plan: int, task_type: str, seed: int, *, max_receptacles
     placed: list[tuple[str, str, tuple]] = []  # (id, class, receptacle)
     n_targets = 2 if task_type == "pick_two_obj_and_place" else rng.choice((1, 1, 2))
     homes = [r for r in kept if can_hold(r[1], obj_cls) and r[1] != recep_cls]
-    for _ in range(n_targets):
-        placed.append((new_id(obj_cls), obj_cls, rng.choice(homes)))
+    if task_type == "pick_two_obj_and_place":
+        # the handcoded expert closes what it opens and cannot re-find an object it saw inside a
+        # closed receptacle, so it wins pick_two mostly when both targets share an open receptacle
+        # (25% of games otherwise, 58% so; measured on 12 valid_unseen games each)
+        open_homes = [r for r in homes if r[1] not in c.OPENABLE_CLASS_SET] or homes
+        home = rng.choice(open_homes)
+        placed += [(new_id(obj_cls), obj_cls, home) for _ in range(n_targets)]
+    else:
+        placed += [(new_id(obj_cls), obj_cls, rng.choice(homes)) for _ in range(n_targets)]
     pool = [o for o in _pickupable_classes(objects) if o != obj_cls and any(can_hold(r, o) for r in rclasses)]
     for cls in rng.sample(pool, min(num_distractors, len(pool))):
         placed.append((new_id(cls), cls, rng.choice([r for r in kept if can_hold(r[1], cls)])))
