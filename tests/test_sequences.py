@@ -76,3 +76,25 @@ def test_kept_token_count_cuts_discarded_generation(setup):
     assert kept_token_count(tok, ids, "something else") == len(ids)
     with pytest.raises(ValueError, match="advantages"):
         turn_samples(setup[1], [[1.0]], tok)
+
+
+def test_masked_logprobs_equal_the_full_computation(setup):
+    """The trainer's fast path (LM head on policy positions only) gives the same log-probs and the
+    same gradient as the full-logits path."""
+    backend, trajs = setup
+    model = backend.model
+    samples = turn_samples(trajs, [[1.0] * len(t.turns) for t in trajs], backend.tokenizer)
+    batch = collate(samples, backend.tokenizer.pad_token_id)
+    mask = batch["policy_mask"]
+    full = token_logprobs(model, batch)
+    fast = token_logprobs(model, batch, mask)
+    assert torch.allclose(full * mask, fast, atol=1e-5)
+    assert torch.all(fast[mask == 0] == 0) and mask.sum() > 0
+    grads = []
+    for m in (None, mask):
+        model.zero_grad()
+        lp = token_logprobs(model, batch, m)
+        (lp * mask).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    model.zero_grad()
+    assert torch.allclose(grads[0], grads[1], atol=1e-4, rtol=1e-3)

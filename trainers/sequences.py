@@ -72,8 +72,24 @@ def collate(samples: list[TurnSample], pad_id: int) -> dict[str, torch.Tensor]:
     }
 
 
-def token_logprobs(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """log pi(token_t | tokens_<t) for every position (position 0 gets 0), [B, T]."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, batch["input_ids"][:, 1:, None])[..., 0]
-    return torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
+def token_logprobs(model, batch: dict[str, torch.Tensor], mask: torch.Tensor | None = None) -> torch.Tensor:
+    """log pi(token_t | tokens_<t) for every position (position 0 gets 0), [B, T].
+
+    With ``mask`` [B, T] (e.g. the policy mask), only the masked positions are computed (the rest
+    are 0): the LM head, which dominates the cost of a small model over long prompts, then runs on
+    the few generated tokens instead of every prompt position.
+    """
+    ids, attn = batch["input_ids"], batch["attention_mask"]
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if mask is None or base is None or head is None:
+        logits = model(input_ids=ids, attention_mask=attn).logits
+        lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+        out = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
+        return out if mask is None else out * mask.to(out.dtype)
+    hidden = base(input_ids=ids, attention_mask=attn).last_hidden_state  # [B, T, H]
+    rows, cols = torch.nonzero(mask[:, 1:], as_tuple=True)  # token cols+1 is predicted at position cols
+    logits = head(hidden[rows, cols]).float()  # [N, V]
+    picked = torch.log_softmax(logits, -1).gather(-1, ids[rows, cols + 1][:, None])[:, 0]
+    out = torch.zeros(ids.shape, dtype=picked.dtype, device=picked.device)
+    return out.index_put((rows, cols + 1), picked)

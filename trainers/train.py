@@ -117,6 +117,7 @@ class Trainer:
         from agents.baselines import ExpertPolicy
         from agents.rollout import rollout
         from prover_gym import restore
+        from trainers.sequences import token_logprobs
 
         cfg, tok = self.cfg, self.backend.tokenizer
         examples = []
@@ -144,7 +145,9 @@ class Trainer:
                 ids[row, :len(seq)] = torch.tensor(seq)
                 labels[row, len(p):len(seq)] = torch.tensor(t)
                 attn[row, :len(seq)] = 1
-            loss = self.model(input_ids=ids, attention_mask=attn, labels=labels).loss
+            targets = labels != -100
+            lp = token_logprobs(self.model, {"input_ids": ids, "attention_mask": attn}, targets)
+            loss = -(lp * targets).sum() / targets.sum()  # the same mean NLL as the HF loss, LM head on targets only
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -230,12 +233,12 @@ class Trainer:
         for start in range(0, len(samples), self.cfg.minibatch_size):
             part = samples[start:start + self.cfg.minibatch_size]
             batch = collate(part, self.backend.tokenizer.pad_token_id)
-            lp = token_logprobs(self.model, batch)
+            lp = token_logprobs(self.model, batch, batch["policy_mask"])
             ref = self.reference()
             ref_lp = None
             if ref is not None:
                 with torch.no_grad():
-                    ref_lp = token_logprobs(ref, batch)
+                    ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
             loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
                                   clip_eps=self.cfg.clip_eps, agg=self.cfg.agg, ref_logprobs=ref_lp,
                                   kl_coef=self.cfg.kl_coef)
