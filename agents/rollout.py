@@ -44,29 +44,54 @@ def rollout_from(env, snap, policy, history: list[Turn] | None = None, *, task_i
     return _play(env, policy, obs, info, traj, list(history or []))
 
 
-def rollout_batch(pool, policy, seeds=None, task_ids=None) -> list[Trajectory]:
-    """One episode in each env of ``pool`` (an ``EnvPool``), stepped in lock-step; ``policy``
-    needs ``act_batch(pool, indices, observations, infos, histories)``."""
-    n = len(pool)
-    options = [{"task_id": t} for t in task_ids] if task_ids is not None else None
-    first = pool.reset(seeds=seeds, options=options)
-    obs = [o for o, _ in first]
-    infos = [i for _, i in first]
-    trajs = [Trajectory(pool.env_id, i.get("task_id"), i.get("task", "")) for i in infos]
-    active = [i for i in range(n) if "worker_error" not in infos[i]]
-    while active:
-        snaps = pool.snapshot(active)
-        outs = policy.act_batch(pool, active, [obs[i] for i in active], [infos[i] for i in active],
-                                [trajs[i].turns for i in active])
-        results = pool.step([o.action for o in outs], active)
-        still = []
-        for i, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):
-            trajs[i].turns.append(Turn(obs[i], out.text, out.action, float(r), snap, out.valid, info,
-                                       out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
-            obs[i], infos[i] = o, info
+def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indices=None) -> list[Trajectory]:
+    """One episode in each env of ``pool`` (an ``EnvPool``; or the envs ``indices`` of it), stepped
+    in lock-step so a model policy generates for all of them in one batch; ``policy`` needs
+    ``act_batch(pool, indices, observations, infos, histories)``.
+
+    ``starts``: continue from states instead of resetting, one ``(snapshot, history, task_id, task)``
+    per env (what ``rollout_from`` does for one env): ``history`` is shown to the policy but not
+    included in the returned trajectory.
+    """
+    idx = list(range(len(pool))) if indices is None else list(indices)
+    n = len(idx)
+    pasts: list[list[Turn]] = [[] for _ in range(n)]
+    if starts is None:
+        options = [{"task_id": t} for t in task_ids] if task_ids is not None else None
+        first = pool.reset(seeds=seeds, options=options, indices=idx)
+        obs = [o for o, _ in first]
+        infos = [i for _, i in first]
+        trajs = [Trajectory(pool.env_id, i.get("task_id"), i.get("task", "")) for i in infos]
+        active = [k for k in range(n) if "worker_error" not in infos[k]]
+    else:
+        if len(starts) != n:
+            raise ValueError(f"rollout_batch: {len(starts)} starts for {n} envs")
+        pool.restore([s[0] for s in starts], idx)
+        current = pool.call("current_state", indices=idx)
+        obs = [c[0] for c in current]
+        infos = [c[1] for c in current]
+        trajs = [Trajectory(pool.env_id, s[2] or i["task_id"], s[3] or i["task"]) for s, i in zip(starts, infos)]
+        pasts = [list(s[1] or []) for s in starts]
+        active = []
+        for k, (_, _, term, trunc) in enumerate(current):
             if term or trunc:
-                trajs[i].won, trajs[i].terminated, trajs[i].truncated = bool(info.get("won")), term, trunc
+                trajs[k].won, trajs[k].terminated, trajs[k].truncated = bool(infos[k].get("won")), term, trunc
             else:
-                still.append(i)
+                active.append(k)
+    while active:
+        envs = [idx[k] for k in active]
+        snaps = pool.snapshot(envs)
+        outs = policy.act_batch(pool, envs, [obs[k] for k in active], [infos[k] for k in active],
+                                [pasts[k] + trajs[k].turns for k in active])
+        results = pool.step([o.action for o in outs], envs)
+        still = []
+        for k, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):
+            trajs[k].turns.append(Turn(obs[k], out.text, out.action, float(r), snap, out.valid, info,
+                                       out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
+            obs[k], infos[k] = o, info
+            if term or trunc:
+                trajs[k].won, trajs[k].terminated, trajs[k].truncated = bool(info.get("won")), term, trunc
+            else:
+                still.append(k)
         active = still
     return trajs

@@ -249,6 +249,10 @@ class TextEnv(gym.Env):
         self._last_obs = last_obs
 
     # ---- helpers --------------------------------------------------------------------------
+    def current_state(self) -> tuple[str, dict, bool, bool]:
+        """(observation, info, terminated, truncated) as of now, e.g. right after a restore."""
+        return self._last_obs, self._info({}), self._terminated, self._truncated
+
     @property
     def elapsed_steps(self) -> int:
         return self._step

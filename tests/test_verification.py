@@ -16,13 +16,17 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("batched", [False, True])
 @pytest.mark.parametrize("env_id", sorted(CASES))
-def test_fatal_or_recoverable_slip(env_id):
+def test_fatal_or_recoverable_slip(env_id, batched):
+    from prover_gym import EnvPool
+
     env = gym.make(env_id, split="test")
     when, instead = CASES[env_id]
     failed = rollout(env, SlipPolicy(when, instead), seed=2)
     k = next(i for i, t in enumerate(failed.turns) if t.action == instead)
-    v = verify_segment(env, failed, Proposal(0, k, k), ExpertPolicy(), m=2)
+    pool = EnvPool(env_id, 4, backend="sync", split="test") if batched else None
+    v = verify_segment(env, failed, Proposal(0, k, k), ExpertPolicy(), m=2, pool=pool)
     assert v.success_before == [True, True]  # the expert wins from just before the slip
     if env_id == "prover/SearchQA-v0":  # a wrong answer ends the episode: the state after it is lost
         assert not failed.won and v.success_after == [False, False] and v.a_seg == -1.0

@@ -46,6 +46,11 @@ class TrainConfig:
     seed: int = _f(0, "seed of task sampling, generation and initialisation")
     out_dir: str = _f("runs/default", "where metrics.jsonl and checkpoints go")
     checkpoint_every: int = _f(1, "iterations between checkpoints (atomic; --resume continues from the last)")
+    loggers: list = _f([], "extra metric sinks besides metrics.jsonl: tensorboard, wandb (each needs its package)")
+    wandb_project: str = _f("prover-gym", "W&B project when loggers has wandb (offline unless WANDB_MODE says otherwise)")
+    progress: bool = _f(True, "tqdm progress bar over iterations")
+    batched_rollouts: bool = _f(True, "step all episodes of an iteration (and ProVer's continuations) in lock-step "
+                                      "through a sync EnvPool, one generation batch per turn; False = one by one")
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -54,6 +59,9 @@ class TrainConfig:
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2: GRPO needs a group")
+        unknown = sorted(set(self.loggers) - {"jsonl", "tensorboard", "wandb"})
+        if unknown:
+            raise ValueError(f"loggers={unknown}: use any of 'tensorboard', 'wandb' (metrics.jsonl is always written)")
 
     def to_dict(self) -> dict:
         return asdict(self)

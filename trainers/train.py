@@ -164,10 +164,25 @@ class Trainer:
         from agents.rollout import rollout
 
         task_ids = self.env.unwrapped.task_ids()
-        groups = []
-        for task in self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids))):
-            groups.append([rollout(self.env, self.policy, task_id=task) for _ in range(self.cfg.group_size)])
-        return groups
+        tasks = self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids)))
+        g = self.cfg.group_size
+        if self.cfg.batched_rollouts:  # every episode of the iteration in lock-step: one generation batch per turn
+            from agents.rollout import rollout_batch
+
+            trajs = rollout_batch(self.pool(), self.policy, task_ids=[t for t in tasks for _ in range(g)],
+                                  indices=list(range(len(tasks) * g)))
+            return [trajs[i * g:(i + 1) * g] for i in range(len(tasks))]
+        return [[rollout(self.env, self.policy, task_id=task) for _ in range(g)] for task in tasks]
+
+    def pool(self):
+        """A sync EnvPool for batched rollouts and verification continuations (envs share data)."""
+        if getattr(self, "_pool", None) is None:
+            from prover_gym import EnvPool
+
+            cfg = self.cfg
+            n = max(cfg.tasks_per_iteration * cfg.group_size, 2 * cfg.continuations)
+            self._pool = EnvPool(cfg.env_id, n, backend="sync", **cfg.env_kwargs)
+        return self._pool
 
     def advantages(self, groups):
         from judges.base import mixed_outcome
@@ -188,7 +203,8 @@ class Trainer:
                     if cfg.method == "prover_unverified":
                         a_seg = 1.0
                     else:
-                        v = verify_segment(self.env, group[proposal.trajectory], proposal, self.policy, m=cfg.continuations)
+                        v = verify_segment(self.env, group[proposal.trajectory], proposal, self.policy, m=cfg.continuations,
+                                           pool=self.pool() if cfg.batched_rollouts else None)
                         a_seg = v.a_seg
                         stats["extra_steps"] += v.extra_env_steps
                         stats["extra_tokens"] += v.extra_tokens
@@ -274,17 +290,72 @@ class Trainer:
                "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
+        for sink in self.sinks():
+            sink.log(row, self.iteration)
         return row
+
+    def sinks(self) -> list:
+        if getattr(self, "_sinks", None) is None:
+            self._sinks = [make_sink(kind, self.cfg, self.out) for kind in self.cfg.loggers if kind != "jsonl"]
+        return self._sinks
 
     def run(self) -> list[dict]:
         rows = []
         if self.iteration == 0 and self.cfg.sft_steps > 0 and not (self.ckpt / "state.json").is_file():
             self.sft()
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=f"{self.cfg.method}", unit="it",
+                   disable=not self.cfg.progress or None, leave=False)
         while self.iteration < self.cfg.iterations:
             rows.append(self.step())
             if self.iteration % self.cfg.checkpoint_every == 0 or self.iteration == self.cfg.iterations:
                 self.save()
+            bar.update(1)
+            bar.set_postfix(success=f"{rows[-1]['success']:.2f}")
+        bar.close()
+        for sink in self.sinks():
+            sink.close()
         return rows
+
+
+class _TensorBoardSink:
+    def __init__(self, out: Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as exc:  # torch's writer needs the tensorboard package
+            raise RuntimeError("loggers: tensorboard needs `pip install tensorboard`") from exc
+        self.writer = SummaryWriter(str(out / "tensorboard"))
+
+    def log(self, row: dict, step: int) -> None:
+        for k, v in row.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.writer.add_scalar(k, v, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _WandbSink:
+    def __init__(self, cfg: TrainConfig, out: Path):
+        try:
+            import wandb
+        except ImportError as exc:
+            raise RuntimeError("loggers: wandb needs `pip install wandb`") from exc
+        os.environ.setdefault("WANDB_MODE", "offline")  # no network unless the user says so
+        self.run = wandb.init(project=cfg.wandb_project, dir=str(out), config=cfg.to_dict(), resume="allow",
+                              id=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12])
+
+    def log(self, row: dict, step: int) -> None:
+        self.run.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def make_sink(kind: str, cfg: TrainConfig, out: Path):
+    return _TensorBoardSink(out) if kind == "tensorboard" else _WandbSink(cfg, out)
 
 
 def render_action(fmt, action: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from agents.rollout import rollout_from
+from agents.rollout import rollout_batch, rollout_from
 from agents.trajectory import Trajectory
 from judges.base import Proposal
 from trainers.advantages import segment_advantage
@@ -30,25 +30,26 @@ class Verification:
     continuations: list[Trajectory]
 
 
-def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4) -> Verification:
+def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4, *, pool=None) -> Verification:
+    """With ``pool`` (an ``EnvPool`` of at least ``m`` envs, ideally ``2m``), the continuations run
+    in lock-step batches through ``rollout_batch``; otherwise one after another in ``env``."""
     if not 0 <= proposal.start <= proposal.end < len(traj.turns):
         raise ValueError(f"proposal turns {proposal.start}..{proposal.end} are outside 0..{len(traj.turns) - 1}")
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
     runs: list[Trajectory] = []
-
-    def outcomes(turn_index: int) -> list[bool]:
-        history = traj.turns[:turn_index]
-        snap = traj.turns[turn_index].snapshot
-        result = []
-        for _ in range(m):
-            cont = rollout_from(env, snap, policy, history, task_id=traj.task_id, task=traj.task)
-            runs.append(cont)
-            result.append(cont.won)
-        return result
-
-    before = outcomes(proposal.start)
-    after = outcomes(proposal.end + 1) if proposal.end + 1 < len(traj.turns) else [traj.won] * m
+    sides = [proposal.start] + ([proposal.end + 1] if proposal.end + 1 < len(traj.turns) else [])
+    starts = [(traj.turns[k].snapshot, traj.turns[:k], traj.task_id, traj.task) for k in sides for _ in range(m)]
+    if pool is not None and len(pool) >= m:
+        width = len(pool) - len(pool) % m  # whole sides per batch
+        for first in range(0, len(starts), width):
+            chunk = starts[first:first + width]
+            runs += rollout_batch(pool, policy, starts=chunk, indices=list(range(len(chunk))))
+    else:
+        for snap, history, task_id, task in starts:
+            runs.append(rollout_from(env, snap, policy, history, task_id=task_id, task=task))
+    before = [r.won for r in runs[:m]]
+    after = [r.won for r in runs[m:2 * m]] if len(sides) == 2 else [traj.won] * m
     a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
     steps = sum(len(r.turns) for r in runs)
     tokens = sum(len(t.token_ids or []) for r in runs for t in r.turns)
