@@ -11,58 +11,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gymnasium as gym  # noqa: E402
 
 import judges  # noqa: E402
-from agents.baselines import ExpertPolicy, PolicyOutput, RandomPolicy  # noqa: E402
-from agents.rollout import rollout  # noqa: E402
-from judges.evaluate import precision_against_oracle  # noqa: E402
-
-
-class OneSlip(ExpertPolicy):
-    def __init__(self, turn: int, rng: random.Random):
-        self.turn, self.k, self.random = turn, 0, RandomPolicy(rng.randrange(1 << 30))
-
-    def act(self, env, observation, info, history=None):
-        out = super().act(env, observation, info)
-        k, self.k = self.k, self.k + 1
-        if k == self.turn:
-            alt = self.random.act(env, observation, info)
-            if alt.action != out.action:
-                return PolicyOutput(alt.action, alt.action)
-        return out
+from judges.evaluate import precision_against_oracle, slip_groups  # noqa: E402
 
 
 def groups_for(env_id: str, tasks: int, failures: int, seed: int) -> list:
-    env = gym.make(env_id, split="test")
-    rng = random.Random(seed)
-    out = []
-    for s in range(tasks):
-        good = rollout(env, ExpertPolicy(), seed=s)
-        bad = []
-        for _ in range(failures * 3):
-            t = rollout(env, OneSlip(rng.randrange(len(good.turns)), rng), seed=s)
-            if not t.won:
-                bad.append(t)
-            if len(bad) == failures:
-                break
-        if bad:
-            out.append([good, *bad])
-    return out
+    return slip_groups(env_id, {"split": "test"}, tasks, failures, seed)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", nargs="+", default=["prover/SearchQA-v0", "prover/WebShop-v0"])
+    ap.add_argument("--env", nargs="+", default=["prover/SearchQA-v0", "prover/WebShop-v0", "prover/ALFWorld-v0"])
     ap.add_argument("--tasks", type=int, default=40)
     ap.add_argument("--failures", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json")
     args = ap.parse_args()
     report = {}
     for env_id in args.env:
@@ -70,6 +39,8 @@ def main() -> None:
         report[env_id] = {kind: precision_against_oracle(judges.make({"kind": kind}), groups)
                           for kind in ("random", "first_divergence", "oracle")}
         print(env_id, json.dumps(report[env_id]), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ pivotal turn of the trajectory it names."""
 
 from __future__ import annotations
 
+import random
+
+from agents.baselines import ExpertPolicy, PolicyOutput, RandomPolicy
 from agents.trajectory import Trajectory
 from judges.oracle import OracleJudge
 
@@ -19,3 +22,48 @@ def precision_against_oracle(judge, groups: list[list[Trajectory]], oracle: Orac
         hits += pivot is not None and p.start <= pivot <= p.end
     return {"groups": len(groups), "proposals": proposals, "hits": hits,
             "precision": hits / proposals if proposals else None}
+
+
+class OneSlip(ExpertPolicy):
+    """The expert, except at turn ``turn`` where it takes one random other action."""
+
+    def __init__(self, turn: int, rng: random.Random):
+        self.turn, self.k, self.random = turn, 0, RandomPolicy(rng.randrange(1 << 30))
+
+    def act(self, env, observation, info, history=None):
+        out = super().act(env, observation, info)
+        k, self.k = self.k, self.k + 1
+        if k == self.turn:
+            alt = self.random.act(env, observation, info)
+            if alt.action != out.action:
+                return PolicyOutput(alt.action, alt.action)
+        return out
+
+
+def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int, seed: int = 0) -> list[list[Trajectory]]:
+    """Groups with a known pivot: per task one expert trajectory (a success) and up to ``failures``
+    trajectories that follow the expert but slip once at a random turn and then fail. The oracle's
+    pivotal turn is where the expert's advice was first ignored."""
+    import gymnasium as gym
+
+    from agents.rollout import rollout
+
+    env = gym.make(env_id, **(env_kwargs or {"split": "test"}))
+    ids = env.unwrapped.task_ids()
+    rng = random.Random(seed)
+    out = []
+    for s in range(min(tasks, len(ids))):
+        good = rollout(env, ExpertPolicy(), task_id=ids[s])
+        if not good.won:
+            continue
+        bad = []
+        for _ in range(failures * 3):
+            t = rollout(env, OneSlip(rng.randrange(len(good.turns)), rng), task_id=ids[s])
+            if not t.won:
+                bad.append(t)
+            if len(bad) == failures:
+                break
+        if bad:
+            out.append([good, *bad])
+    env.close()
+    return out

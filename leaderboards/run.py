@@ -1,42 +1,426 @@
-"""`python leaderboards/run.py`: the benchmark tables (suites x methods -> results -> tables).
+"""`python leaderboards/run.py`: the benchmark tables, from the embedded default to the paper preset.
 
-The leaderboard needs the trainer (GRPO + ProVer) and the agents, which land in their own issues.
-Until then this entry point checks that the environments it will evaluate are available and says
-what is missing, exiting 0 so the README's run command stays true.
+    python leaderboards/run.py                                  # preset "default": bundled data, tiny model, CPU
+    python leaderboards/run.py --preset smoke                   # every stage once, under 2 minutes
+    python leaderboards/run.py --preset paper                   # Qwen + vLLM + official data (GPU)
+    python leaderboards/run.py --envs alfworld --methods sft grpo prover --seeds 0 1 2 --ablations
+    python leaderboards/run.py --eval-only --policy my_endpoint.yaml   # put your own model on the board
+
+For each env and seed: the `random` and `expert` baselines; one SFT warm start on expert
+trajectories (`sft`); then `grpo`, `prover` (and the ablations `prover_random`,
+`prover_unverified`) trained from that same checkpoint with the same budget; each evaluated on the
+same eval tasks. Finished rows live in `<out>/results.sqlite` and trained checkpoints under
+`<out>/runs/`, keyed by a hash of their config, so a re-run (or a run after a crash) only does what
+is missing. Tables and plots: `<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+PRESETS = Path(__file__).resolve().parent / "presets"
+BASELINES = ("random", "expert")
+TRAINED = ("sft", "grpo", "prover", "prover_random", "prover_unverified")
+PRESET_KEYS = {"name", "model", "backend", "seeds", "methods", "ablations", "judge", "judge_precision", "eval",
+               "train", "envs"}
 
-def main() -> int:
+
+class PresetError(ValueError):
+    """A preset file is missing, malformed or refers to something unset."""
+
+
+# ---- presets ---------------------------------------------------------------------------------
+def load_preset(name_or_path: str) -> dict:
+    import yaml
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PRESETS / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PRESETS.glob("*.yaml"))
+        raise PresetError(f"preset {name_or_path!r} not found; use one of {known} or a path to a YAML preset")
+    try:
+        preset = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise PresetError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(preset, dict):
+        raise PresetError(f"{path}: a preset is a YAML mapping with keys {sorted(PRESET_KEYS)}")
+    unknown = set(preset) - PRESET_KEYS
+    if unknown:
+        raise PresetError(f"{path}: unknown keys {sorted(unknown)}; valid keys: {sorted(PRESET_KEYS)}")
+    for key in ("name", "envs", "methods"):
+        if key not in preset:
+            raise PresetError(f"{path}: missing key {key!r}")
+    preset.setdefault("seeds", [0])
+    preset.setdefault("ablations", [])
+    preset.setdefault("judge", {"kind": "first_divergence"})
+    preset.setdefault("judge_precision", {"tasks": 0})
+    preset.setdefault("eval", {})
+    preset.setdefault("train", {})
+    preset.setdefault("backend", "hf")
+    for env_name, env in preset["envs"].items():
+        for key in ("env_id", "train_kwargs", "eval_kwargs"):
+            if key not in env:
+                raise PresetError(f"{path}: envs.{env_name} needs {key!r}")
+        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train"}
+        if extra:
+            raise PresetError(f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
+                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides)")
+    return _expand(preset, path)
+
+
+def _expand(obj, path):
+    if isinstance(obj, dict):
+        return {k: _expand(v, path) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_expand(v, path) for v in obj]
+    if isinstance(obj, str) and "${" in obj:
+        out = os.path.expandvars(obj)
+        missing = re.findall(r"\$\{(\w+)\}", out)
+        if missing:
+            return _Unset(obj, missing, path)
+        return out
+    return obj
+
+
+class _Unset(str):
+    """A value that names an unset environment variable; using it raises with the fix."""
+
+    def __new__(cls, raw, missing, path):
+        s = super().__new__(cls, raw)
+        s.missing, s.path = missing, path
+        return s
+
+
+def _check_set(obj, where: str) -> None:
+    if isinstance(obj, _Unset):
+        raise PresetError(f"{where} = {str(obj)!r} in {obj.path} needs the environment variable(s) "
+                          f"{', '.join(obj.missing)}; export them (e.g. the official data folder) and re-run")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_set(v, f"{where}.{k}")
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _check_set(v, f"{where}[{i}]")
+
+
+def config_hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parents[1])
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# ---- evaluation --------------------------------------------------------------------------------
+def eval_tasks(env_id: str, env_kwargs: dict, episodes: int, seed: int) -> list[str]:
     import gymnasium as gym
 
-    import prover_gym
+    env = gym.make(env_id, **env_kwargs)
+    ids = list(env.unwrapped.task_ids())
+    env.close()
+    if episodes and episodes < len(ids):
+        ids = random.Random(f"eval|{seed}").sample(ids, episodes)
+    return ids
 
-    print("prover-gym leaderboard")
-    for env_id in sorted(prover_gym.ENV_IDS):
-        available = env_id in gym.registry
-        print(f"  {env_id:24s} {'available' if available else 'not installed'}")
-    for env_id in sorted(prover_gym.ENV_IDS):
-        if env_id not in gym.registry:
-            continue
-        env = gym.make(env_id, split="test")
-        wins, n = 0, 50
-        for seed in range(n):
-            env.reset(seed=seed)
-            done, info = False, {}
-            while not done:
-                _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
-                done = term or trunc
-            wins += bool(info["won"])
-        print(f"  sanity: the {env_id} expert solves {wins}/{n} bundled test tasks")
-    print("The training methods (sft, grpo, prover) and the tables need the trainer, which is not built yet; "
-          "see the open issues. Nothing else to run.")
+
+def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int, group_by: str | None,
+             desc: str) -> dict:
+    """Play each task once with ``policy`` (batched over a sync EnvPool); success, score, groups."""
+    from tqdm import tqdm
+
+    from agents.rollout import rollout_batch
+    from prover_gym import EnvPool
+
+    t0 = time.time()
+    trajs = []
+    bar = tqdm(total=len(task_ids), desc=desc, leave=False, disable=None)
+    start = 0
+    while start < len(task_ids):
+        chunk = task_ids[start:start + batch]
+        with EnvPool(env_id, len(chunk), backend="sync", **env_kwargs) as pool:
+            trajs += rollout_batch(pool, policy, task_ids=chunk)
+        start += len(chunk)
+        bar.update(len(chunk))
+    bar.close()
+    groups: dict[str, list[float]] = {}
+    for t in trajs:
+        key = (t.turns[0].info or {}).get(group_by) if (group_by and t.turns) else None
+        if key:
+            groups.setdefault(str(key), []).append(float(t.won))
+    return {
+        "episodes": len(trajs),
+        "success": sum(t.won for t in trajs) / max(1, len(trajs)),
+        "score": sum(t.total_reward for t in trajs) / max(1, len(trajs)),
+        "groups": {k: sum(v) / len(v) for k, v in sorted(groups.items())},
+        "env_steps": sum(len(t.turns) for t in trajs),
+        "tokens": sum(len(turn.token_ids or []) for t in trajs for turn in t.turns),
+        "invalid_actions": sum(not turn.valid for t in trajs for turn in t.turns),
+        "eval_seconds": round(time.time() - t0, 2),
+    }
+
+
+def llm_policy(preset: dict, model_path: str, env_id: str, seed: int):
+    from agents.backends import make_backend
+    from agents.llm_policy import LLMPolicy
+
+    ev = preset["eval"]
+    cfg = {"kind": preset.get("backend", "hf"), "model_path": model_path, "max_tokens": ev.get("max_tokens", 64),
+           "temperature": ev.get("temperature", 0.0), "seed": seed}
+    return LLMPolicy(make_backend(cfg), env_id=env_id)
+
+
+# ---- training ----------------------------------------------------------------------------------
+def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: Path, model_path: str | None,
+                  judge: dict):
+    from trainers.config import TrainConfig
+
+    train = {**preset["train"], **(env_cfg.get("train") or {})}  # an env block may override the budget
+    base = {k: v for k, v in train.items() if not k.startswith("sft_")}
+    if method == "sft":
+        data = {**{k: v for k, v in train.items() if k.startswith("sft_") or k in ("max_tokens", "minibatch_size")},
+                "method": "grpo", "iterations": 0}
+    else:
+        data = {**base, "method": method, "sft_steps": 0, "judge": judge}
+    data.update(env_id=env_cfg["env_id"], env_kwargs=env_cfg["train_kwargs"], seed=seed, out_dir=str(out_dir),
+                model_path=model_path)
+    known = set(TrainConfig.__dataclass_fields__)
+    bad = sorted(set(data) - known)
+    if bad:
+        raise PresetError(f"train: unknown trainer keys {bad}; see trainers/config.py")
+    return TrainConfig(**data)
+
+
+def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_path: str | None,
+          judge: dict) -> dict:
+    """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
+    from tqdm import tqdm
+
+    from trainers.train import Trainer
+
+    env_cfg = preset["envs"][env_name]
+    run_dir = out / "runs" / preset["name"] / env_name / method / f"seed{seed}"
+    cfg = _train_config(preset, env_cfg, method, seed, run_dir, model_path, judge)
+    digest = config_hash(cfg.to_dict())
+    meta_path = run_dir / "leaderboard_meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    state_path = run_dir / "checkpoint" / "state.json"
+    if meta.get("hash") != digest and run_dir.exists():
+        shutil.rmtree(run_dir)  # another config: start over
+        meta = {}
+    done = meta.get("finished") and state_path.is_file()
+    seconds = meta.get("seconds", 0.0)
+    if not done:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(meta_path, json.dumps({"hash": digest, "finished": False, "seconds": seconds}))
+        t0 = time.time()
+        trainer = Trainer(cfg, resume=state_path.is_file())
+        if method == "sft":
+            trainer.sft()
+            trainer.save()
+        else:
+            bar = tqdm(total=cfg.iterations, initial=trainer.iteration, desc=f"{env_name} {method} s{seed}",
+                       leave=False, disable=None)
+            while trainer.iteration < cfg.iterations:
+                trainer.step()
+                if trainer.iteration % cfg.checkpoint_every == 0 or trainer.iteration == cfg.iterations:
+                    trainer.save()
+                bar.update(1)
+            bar.close()
+        seconds += time.time() - t0
+        _atomic_write(meta_path, json.dumps({"hash": digest, "finished": True, "seconds": round(seconds, 2)}))
+    curve = []
+    metrics = run_dir / "metrics.jsonl"
+    if metrics.is_file():
+        curve = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    extra = {"model": str(run_dir / "checkpoint" / "model"), "train_hash": digest}
+    if curve:
+        for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
+            extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)
+        extra["prover/verified_segments"] = sum(r.get("prover/verified_segments", 0) for r in curve)
+        extra["train_success_last"] = curve[-1].get("success")
+    return {"model_dir": str(run_dir / "checkpoint" / "model"), "curve": curve, "train_seconds": round(seconds, 2),
+            "extra": extra, "hash": digest}
+
+
+# ---- judge precision ----------------------------------------------------------------------------
+def judge_precision(preset: dict, env_name: str, db, commit: str | None) -> None:
+    import judges
+    from judges.evaluate import precision_against_oracle, slip_groups
+
+    spec = preset.get("judge_precision") or {}
+    if not spec.get("tasks"):
+        return
+    env_cfg = preset["envs"][env_name]
+    kinds = spec.get("kinds", ["random", "first_divergence", "oracle"])
+    digest = config_hash([env_cfg, spec])
+    todo = [k for k in kinds if db.get_precision(f"{preset['name']}|{env_name}|{k}|{digest}") is None]
+    if not todo:
+        return
+    groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0)
+    for kind in todo:
+        stats = precision_against_oracle(judges.make({"kind": kind}), groups)
+        db.put_precision(f"{preset['name']}|{env_name}|{kind}|{digest}", preset["name"], env_name, kind, digest, stats)
+
+
+# ---- the run -------------------------------------------------------------------------------------
+def plan_methods(preset: dict, args) -> list[str]:
+    methods = list(args.methods or preset["methods"])
+    if args.ablations:
+        methods += [m for m in preset.get("ablations", []) if m not in methods]
+    for m in methods:
+        if m not in BASELINES + TRAINED:
+            raise PresetError(f"unknown method {m!r}; use some of {list(BASELINES + TRAINED)}")
+    return methods
+
+
+def run(args) -> Path:
+    import yaml
+
+    from leaderboards.db import ResultsDB
+    from leaderboards.report import write_reports
+
+    preset = load_preset(args.preset)
+    envs = list(args.envs or preset["envs"])
+    for e in envs:
+        if e not in preset["envs"]:
+            raise PresetError(f"--envs: {e!r} is not in preset {preset['name']!r} (it has {list(preset['envs'])})")
+    seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
+    judge = preset["judge"]
+    if args.judge:
+        judge = yaml.safe_load(Path(args.judge).read_text()) if Path(args.judge).is_file() else yaml.safe_load(args.judge)
+        if not isinstance(judge, dict) or "kind" not in judge:
+            raise PresetError(f"--judge {args.judge!r}: give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'")
+    for e in envs:
+        _check_set(preset["envs"][e], f"envs.{e}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    db = ResultsDB(out / "results.sqlite")
+    commit = git_commit()
+    name = preset["name"]
+    ev = preset["eval"]
+    methods = [] if args.eval_only else plan_methods(preset, args)
+    reused = done = 0
+    t_start = time.time()
+    try:
+        for env_name in envs:
+            env_cfg = preset["envs"][env_name]
+            split = str(env_cfg["eval_kwargs"].get("split", "test"))
+            if not args.eval_only:
+                judge_precision(preset, env_name, db, commit)
+            for seed in seeds:
+                tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
+                eval_hash = config_hash([env_cfg, ev, tasks])
+                sft_model = None
+                entries = []
+                if args.eval_only:
+                    policy_cfg = _policy_config(args.policy)
+                    entries.append((policy_cfg.get("name") or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
+                                    ("policy", policy_cfg)))
+                else:
+                    entries = [(m, None) for m in methods]
+                for method, special in entries:
+                    key_hash = config_hash([eval_hash, method, preset.get("model"),
+                                            [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
+                                            judge if method.startswith("prover") else None, special])
+                    key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
+                    if db.get(key) is not None:
+                        reused += 1
+                        continue
+                    trained = {"train_seconds": 0.0, "curve": [], "extra": {}}
+                    if special is not None:
+                        from agents.backends import make_backend
+                        from agents.llm_policy import LLMPolicy
+
+                        backend_cfg = {k: v for k, v in special[1].items() if k != "name"}
+                        policy = LLMPolicy(make_backend(backend_cfg), env_id=env_cfg["env_id"])
+                    elif method == "random":
+                        from agents.baselines import RandomPolicy
+
+                        policy = RandomPolicy(seed)
+                    elif method == "expert":
+                        from agents.baselines import ExpertPolicy
+
+                        policy = ExpertPolicy()
+                    else:
+                        if sft_model is None:
+                            sft = train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
+                            sft_model = sft["model_dir"]
+                            if method == "sft":
+                                trained = sft
+                        if method != "sft":
+                            trained = train(preset, env_name, method, seed, out, sft_model, judge)
+                        policy = llm_policy(preset, trained["model_dir"], env_cfg["env_id"], seed)
+                    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
+                                   group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
+                    row = {"key": key, "preset": name, "env": env_name, "env_id": env_cfg["env_id"], "method": method,
+                           "split": split, "seed": seed, "config_hash": key_hash, "commit_id": commit, **res,
+                           "train_seconds": trained["train_seconds"], "extra": trained["extra"]}
+                    db.put(row, trained["curve"])
+                    done += 1
+                    print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} {method:18s} seed {seed}: success "
+                          f"{res['success']:.3f} score {res['score']:.3f} ({res['episodes']} episodes)", flush=True)
+        paths = write_reports(db, name, out, envs=envs)
+    finally:
+        db.close()
+    print(f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
+          + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html")))
+    return out
+
+
+def _policy_config(spec: str | None) -> dict:
+    import yaml
+
+    if not spec:
+        raise PresetError("--eval-only needs --policy: a backend config file or mapping, e.g. "
+                          "'{kind: openai, model: my-model, base_url: http://127.0.0.1:8000/v1}' or '{kind: hf, model_path: DIR}'")
+    cfg = yaml.safe_load(Path(spec).read_text()) if Path(spec).is_file() else yaml.safe_load(spec)
+    if not isinstance(cfg, dict) or "kind" not in cfg:
+        raise PresetError(f"--policy {spec!r}: expected a mapping with 'kind' (openai | hf | vllm)")
+    return cfg
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python leaderboards/run.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--preset", default="default", help="smoke | default | paper | path/to/preset.yaml")
+    ap.add_argument("--envs", nargs="+", help="subset of the preset's envs (searchqa webshop alfworld)")
+    ap.add_argument("--methods", nargs="+", help=f"subset of {list(BASELINES + TRAINED)}")
+    ap.add_argument("--seeds", nargs="+", type=int)
+    ap.add_argument("--ablations", action="store_true", help="also run prover_random and prover_unverified")
+    ap.add_argument("--judge", help="judge config (file or YAML mapping) for the prover methods")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
+    ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
+    args = ap.parse_args(argv)
+    try:
+        run(args)
+    except PresetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from prover_gym.alfworld import data as alf_data
-from prover_gym.alfworld.engine import AlfredEngine
+from prover_gym.alfworld.engine import AlfredEngine, EngineError
 from prover_gym.alfworld.generator import TASK_TYPES
 from prover_gym.core import Outcome, TextEnv
 
@@ -93,9 +94,19 @@ class ALFWorldEnv(TextEnv):
         if self._meta.get("task_id") == task_id and self.engine.game == self._meta["path"]:
             return Path(self._meta["path"])
         path = self.game_path(task_id)
-        if self.engine.game != str(path):
+        try:
+            if self.engine.game != str(path):
+                self.engine.load(str(path))
+            info = alf_data.traj_info(Path(path))
+        except (EngineError, alf_data.DataError):
+            if self._official is not None:
+                raise
+            # a damaged cached game (truncated file, edited by hand): generate it again, never use it
+            shutil.rmtree(path.parent, ignore_errors=True)
+            alf_data.traj_info.cache_clear()
+            path = self.game_path(task_id)
             self.engine.load(str(path))
-        info = alf_data.traj_info(Path(path))
+            info = alf_data.traj_info(Path(path))
         intro = self.engine._initial[0].feedback
         task = intro.split(_TASK_MARK, 1)[1].strip() if _TASK_MARK in intro else ""
         self._meta = {**info, "task": task, "path": str(path), "task_id": task_id}

@@ -1,0 +1,115 @@
+"""EnvPool scaling, side by side in one run (a benchmark, not a test).
+
+Steps/s of each env stepped as a batch by ``EnvPool`` with 1, 2, 4 and 8 envs (process backend) on
+this machine, against the same envs stepped one after another in this process (the obvious
+alternative, and what the pool costs nothing over), and the pool's added latency per batched step
+(a step of a trivial action on 1 env, through the pool vs direct).
+
+    python benchmarks/bench_pool.py [--sizes 1 2 4 8] [--steps 200] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gymnasium as gym  # noqa: E402
+
+import prover_gym  # noqa: E402,F401
+from prover_gym import EnvPool  # noqa: E402
+
+ENVS = {
+    "prover/SearchQA-v0": {"split": "test"},
+    "prover/WebShop-v0": {"split": "test"},
+    "prover/ALFWorld-v0": {"split": "valid_unseen", "max_receptacles": 8, "num_distractors": 3, "expert": False},
+}
+
+
+def _action(info: dict, rng: random.Random, env_id: str) -> str:
+    adm = info.get("admissible_actions")
+    if adm:
+        a = rng.choice(adm)
+        return "search[red shoes]" if a == "search[<query>]" else a
+    return "search[" + " ".join(rng.sample(info.get("task", "a b c").split(), 2)) + "]" if rng.random() < 0.8 else "answer[x]"
+
+
+def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0) -> float:
+    rng = random.Random(seed)
+    with EnvPool(env_id, n, backend="process", **kwargs) as pool:
+        out = pool.reset(seeds=list(range(n)))
+        infos = [i for _, i in out]
+        t = time.perf_counter()
+        done = 0
+        while done < steps:
+            res = pool.step([_action(i, rng, env_id) for i in infos])
+            done += n
+            for k, (o, r, term, trunc, info) in enumerate(res):
+                if term or trunc:
+                    _, info = pool.reset(seeds=[done + k], indices=[k])[0]
+                infos[k] = info
+        return done / (time.perf_counter() - t)
+
+
+def direct_rate(env_id: str, kwargs: dict, steps: int, seed: int = 0) -> float:
+    rng = random.Random(seed)
+    env = gym.make(env_id, **kwargs)
+    _, info = env.reset(seed=0)
+    t = time.perf_counter()
+    for k in range(steps):
+        _, _, term, trunc, info = env.step(_action(info, rng, env_id))
+        if term or trunc:
+            _, info = env.reset(seed=k + 1)
+    rate = steps / (time.perf_counter() - t)
+    env.close()
+    return rate
+
+
+def overhead_us(env_id: str, kwargs: dict, n: int = 200) -> dict:
+    env = gym.make(env_id, **kwargs)
+    env.reset(seed=0)
+    t = time.perf_counter()
+    for _ in range(n):
+        env.unwrapped.task()
+    direct = (time.perf_counter() - t) / n
+    with EnvPool(env_id, 1, backend="process", **kwargs) as pool:
+        pool.reset(seeds=[0])
+        t = time.perf_counter()
+        for _ in range(n):
+            pool.call("task")
+        pooled = (time.perf_counter() - t) / n
+    env.close()
+    return {"direct_call_us": round(direct * 1e6, 1), "pool_call_us": round(pooled * 1e6, 1),
+            "pool_overhead_us": round((pooled - direct) * 1e6, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--envs", nargs="+", default=list(ENVS))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    results = {}
+    for env_id in args.envs:
+        kwargs = ENVS[env_id]
+        row = {"direct_steps_per_s": round(direct_rate(env_id, kwargs, args.steps), 1)}
+        for n in args.sizes:
+            row[f"pool{n}_steps_per_s"] = round(pool_rate(env_id, kwargs, n, args.steps), 1)
+        best = max(row[f"pool{n}_steps_per_s"] for n in args.sizes)
+        row["best_pool_over_direct"] = round(best / row["direct_steps_per_s"], 2)
+        row.update(overhead_us(env_id, kwargs))
+        results[env_id] = row
+        print(json.dumps({env_id: row}), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()

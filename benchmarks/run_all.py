@@ -1,0 +1,100 @@
+"""Every benchmark in one run, one JSON of all figures, to compare across commits.
+
+    python benchmarks/run_all.py                  # quick sizes (a few minutes on 2 cores)
+    python benchmarks/run_all.py --full           # the sizes quoted in the README (tens of minutes)
+    python benchmarks/run_all.py --only alfworld pool
+
+Writes ``benchmarks/results/<commit>.json`` (and ``latest.json``) atomically: per benchmark its
+figures, its command line, wall time and exit status. Benchmarks run one after another, never
+side by side, so their timings do not disturb each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+QUICK = {
+    "searchqa": ["bench_searchqa.py", "--passages", "100000", "--queries", "200", "--rank-bm25-queries", "20"],
+    "webshop": ["bench_webshop.py", "--sizes", "1000", "100000", "--queries", "100", "--rank-bm25-queries", "10",
+                "--episodes", "30"],
+    "alfworld": ["bench_alfworld.py", "--games", "6", "--episodes", "6"],
+    "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
+    "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
+    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
+                        "sft_steps=40", "tasks_per_iteration=2"],
+}
+FULL = {
+    "searchqa": ["bench_searchqa.py"],
+    "webshop": ["bench_webshop.py"],
+    "alfworld": ["bench_alfworld.py"],
+    "pool": ["bench_pool.py", "--steps", "400"],
+    "judges": ["bench_judges.py"],
+    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "prover_random", "--seeds", "0", "1", "2"],
+}
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                              timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_one(name: str, argv: list[str], tmp: Path) -> dict:
+    out_json = tmp / f"{name}.json"
+    cmd = [sys.executable, str(HERE / argv[0]), *argv[1:]]
+    if name == "prover_overhead":
+        cmd += ["--out", str(tmp / "exp")]
+    else:
+        cmd += ["--json", str(out_json)]
+    t = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    row = {"command": " ".join(argv), "seconds": round(time.time() - t, 1), "returncode": proc.returncode}
+    source = tmp / "exp" / "summary.json" if name == "prover_overhead" else out_json
+    if source.is_file():
+        row["figures"] = json.loads(source.read_text())
+    else:
+        row["figures"] = {"stdout": [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]}
+    if proc.returncode != 0:
+        row["stderr_tail"] = proc.stderr[-2000:]
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--only", nargs="+", choices=sorted(QUICK))
+    ap.add_argument("--out", default=str(HERE / "results"))
+    args = ap.parse_args()
+    plan = FULL if args.full else QUICK
+    names = args.only or list(plan)
+    report = {"commit": commit(), "mode": "full" if args.full else "quick", "started": time.time(), "benchmarks": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            print(f"== {name}: {' '.join(plan[name])}", flush=True)
+            report["benchmarks"][name] = row = run_one(name, plan[name], Path(tmp))
+            print(f"   {row['returncode']=} in {row['seconds']}s", flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=1)
+    for target in (out / f"{report['commit']}.json", out / "latest.json"):
+        tmp_path = target.with_name(target.name + ".tmp")
+        tmp_path.write_text(text)
+        os.replace(tmp_path, target)
+    print(f"wrote {out / (report['commit'] + '.json')}")
+    return 0 if all(r["returncode"] == 0 for r in report["benchmarks"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The results database: one SQLite file, one row per run x env x split x seed.
+
+Every finished evaluation is committed in its own transaction, so a crash loses only the work in
+progress; a re-run finds finished rows by their key (preset, env, method, split, seed, config hash)
+and reuses them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    preset TEXT NOT NULL,
+    env TEXT NOT NULL,
+    env_id TEXT NOT NULL,
+    method TEXT NOT NULL,
+    split TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    config_hash TEXT NOT NULL,
+    commit_id TEXT,
+    episodes INTEGER NOT NULL,
+    success REAL NOT NULL,
+    score REAL NOT NULL,
+    groups TEXT NOT NULL,          -- JSON {group: success rate}
+    env_steps INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    invalid_actions INTEGER NOT NULL,
+    train_seconds REAL NOT NULL,
+    eval_seconds REAL NOT NULL,
+    extra TEXT NOT NULL,           -- JSON: prover overhead ratios, model path, ...
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS curves (
+    key TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    metrics TEXT NOT NULL,         -- JSON row of the trainer's metrics.jsonl
+    PRIMARY KEY (key, iteration)
+);
+CREATE TABLE IF NOT EXISTS judge_precision (
+    key TEXT PRIMARY KEY,
+    preset TEXT NOT NULL,
+    env TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    groups INTEGER NOT NULL,
+    proposals INTEGER NOT NULL,
+    hits INTEGER NOT NULL,
+    precision REAL,
+    created REAL NOT NULL
+);
+"""
+
+RESULT_COLUMNS = ("key", "preset", "env", "env_id", "method", "split", "seed", "config_hash", "commit_id", "episodes",
+                  "success", "score", "groups", "env_steps", "tokens", "invalid_actions", "train_seconds",
+                  "eval_seconds", "extra", "created")
+
+
+class ResultsDB:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.executescript(SCHEMA)
+        self.conn.commit()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- results ------------------------------------------------------------------------------
+    def get(self, key: str) -> dict | None:
+        cur = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE key = ?", (key,))
+        row = cur.fetchone()
+        return _decode(dict(zip(RESULT_COLUMNS, row))) if row else None
+
+    def put(self, row: dict, curve: list[dict] | None = None) -> None:
+        """Insert one finished result (and its learning curve) in a single transaction."""
+        data = dict(row)
+        data.setdefault("created", time.time())
+        data["groups"] = json.dumps(data.get("groups") or {})
+        data["extra"] = json.dumps(data.get("extra") or {})
+        values = [data[c] for c in RESULT_COLUMNS]
+        with self.conn:  # BEGIN ... COMMIT, or ROLLBACK on error
+            self.conn.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES "
+                              f"({', '.join('?' * len(RESULT_COLUMNS))})", values)
+            self.conn.execute("DELETE FROM curves WHERE key = ?", (data["key"],))
+            for m in curve or []:
+                self.conn.execute("INSERT INTO curves (key, iteration, metrics) VALUES (?, ?, ?)",
+                                  (data["key"], int(m["iteration"]), json.dumps(m)))
+
+    def results(self, preset: str | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
+        args: tuple = ()
+        if preset is not None:
+            sql += " WHERE preset = ?"
+            args = (preset,)
+        return [_decode(dict(zip(RESULT_COLUMNS, r))) for r in self.conn.execute(sql + " ORDER BY env, method, seed", args)]
+
+    def curve(self, key: str) -> list[dict]:
+        rows = self.conn.execute("SELECT metrics FROM curves WHERE key = ? ORDER BY iteration", (key,))
+        return [json.loads(r[0]) for r in rows]
+
+    # ---- judge precision ----------------------------------------------------------------------
+    def get_precision(self, key: str) -> dict | None:
+        row = self.conn.execute("SELECT env, judge, groups, proposals, hits, precision FROM judge_precision WHERE key = ?",
+                                (key,)).fetchone()
+        return dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), row)) if row else None
+
+    def put_precision(self, key: str, preset: str, env: str, judge: str, config_hash: str, stats: dict) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO judge_precision VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, preset, env, judge, config_hash, stats["groups"], stats["proposals"], stats["hits"],
+                 stats["precision"], time.time()))
+
+    def precisions(self, preset: str) -> list[dict]:
+        rows = self.conn.execute("SELECT env, judge, groups, proposals, hits, precision FROM judge_precision "
+                                 "WHERE preset = ? ORDER BY env, judge", (preset,))
+        return [dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), r)) for r in rows]
+
+
+def _decode(row: dict) -> dict:
+    row["groups"] = json.loads(row["groups"])
+    row["extra"] = json.loads(row["extra"])
+    return row

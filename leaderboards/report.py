@@ -1,0 +1,292 @@
+"""Tables and plots from the results database: Markdown, CSV, JSON, a self-contained HTML page
+(sortable tables, plots inlined) and PNG plots. Every file is written atomically."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+METHOD_ORDER = ("random", "expert", "sft", "grpo", "prover", "prover_random", "prover_unverified")
+SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    if not values:
+        return math.nan, math.nan
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, 0.0
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def _order(method: str) -> tuple:
+    return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
+
+
+def aggregate(rows: list[dict]) -> list[dict]:
+    """One entry per (env, method): mean and std over seeds, groups, overhead, relative gain over GRPO."""
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((r["env"], r["method"]), []).append(r)
+    out = []
+    for (env, method), rs in by.items():
+        s_m, s_s = _mean_std([r["success"] for r in rs])
+        c_m, c_s = _mean_std([r["score"] for r in rs])
+        groups: dict[str, list[float]] = {}
+        for r in rs:
+            for g, v in r["groups"].items():
+                groups.setdefault(g, []).append(v)
+        extra_tok = [r["extra"].get("prover/extra_tokens_ratio") for r in rs if "prover/extra_tokens_ratio" in r["extra"]]
+        extra_steps = [r["extra"].get("prover/extra_env_steps_ratio") for r in rs if "prover/extra_env_steps_ratio" in r["extra"]]
+        out.append({
+            "env": env, "method": method, "seeds": sorted(r["seed"] for r in rs),
+            "success_mean": s_m, "success_std": s_s, "score_mean": c_m, "score_std": c_s,
+            "groups": {g: _mean_std(v)[0] for g, v in sorted(groups.items())},
+            "episodes": sum(r["episodes"] for r in rs),
+            "extra_tokens_ratio": _mean_std(extra_tok)[0] if extra_tok else None,
+            "extra_env_steps_ratio": _mean_std(extra_steps)[0] if extra_steps else None,
+            "train_seconds": sum(r["train_seconds"] for r in rs), "eval_seconds": sum(r["eval_seconds"] for r in rs),
+            "tokens": sum(r["tokens"] for r in rs), "env_steps": sum(r["env_steps"] for r in rs),
+        })
+    grpo = {a["env"]: a["success_mean"] for a in out if a["method"] == "grpo"}
+    for a in out:
+        g = grpo.get(a["env"])
+        a["rel_vs_grpo_pct"] = (100.0 * (a["success_mean"] - g) / g) if g else None
+    out.sort(key=lambda a: (a["env"], _order(a["method"])))
+    return out
+
+
+def _fmt(m, s=None, pct=True) -> str:
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "n/a"
+    scale = 100.0 if pct else 1.0
+    return f"{m * scale:.1f} ± {s * scale:.1f}" if s is not None else f"{m * scale:.1f}"
+
+
+def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[str]]]:
+    methods = sorted({a["method"] for a in agg}, key=_order)
+    cell = {(a["env"], a["method"]): a for a in agg}
+    header = ["method"]
+    for e in envs:
+        if e in SCORE_ENVS:
+            header.append(f"{e} score")
+        header.append(f"{e} success")
+    header += ["average success", "vs GRPO (relative)", "ProVer extra tokens"]
+    body = []
+    for m in methods:
+        row, succ, extra = [m], [], []
+        for e in envs:
+            a = cell.get((e, m))
+            if e in SCORE_ENVS:
+                row.append(_fmt(a["score_mean"], a["score_std"]) if a else "")
+            row.append(_fmt(a["success_mean"], a["success_std"]) if a else "")
+            if a:
+                succ.append(a["success_mean"])
+                if a["extra_tokens_ratio"] is not None and m.startswith("prover"):
+                    extra.append(a["extra_tokens_ratio"])
+        avg = sum(succ) / len(succ) if succ else None
+        grpo_cells = [cell.get((e, "grpo")) for e in envs]
+        grpo_avg = (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if all(grpo_cells) and grpo_cells else None
+        row.append(_fmt(avg) if avg is not None else "")
+        row.append("" if m == "grpo" or avg is None or not grpo_avg else f"{100 * (avg - grpo_avg) / grpo_avg:+.1f}%")
+        row.append(f"+{100 * sum(extra) / len(extra):.0f}%" if extra else "")
+        body.append(row)
+    return header, body
+
+
+def group_tables(agg: list[dict], envs: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
+    tables = []
+    for e in envs:
+        rows = [a for a in agg if a["env"] == e and a["groups"]]
+        groups = sorted({g for a in rows for g in a["groups"]})
+        if not groups:
+            continue
+        header = ["method", *groups]
+        body = [[a["method"], *[_fmt(a["groups"].get(g)) if g in a["groups"] else "" for g in groups]] for a in rows]
+        tables.append((e, header, body))
+    return tables
+
+
+def _md(header, body) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def _atomic(path: Path, data: bytes | str) -> Path:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    if isinstance(data, str):
+        tmp.write_text(data, encoding="utf-8")
+    else:
+        tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
+def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -> dict[str, bytes]:
+    """PNG bytes by file name; empty when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+    out = {}
+
+    def png(fig) -> bytes:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        return buf.getvalue()
+
+    # learning curves: training success per iteration, mean over seeds
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.2 * len(envs), 3.2), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        curves: dict[str, dict[int, list[float]]] = {}
+        for r in rows:
+            if r["env"] != env:
+                continue
+            for m in db.curve(r["key"]):
+                curves.setdefault(r["method"], {}).setdefault(m["iteration"], []).append(m.get("success", 0.0))
+        for method in sorted(curves, key=_order):
+            its = sorted(curves[method])
+            ax.plot(its, [100 * sum(curves[method][i]) / len(curves[method][i]) for i in its], marker="o", label=method)
+        ax.set_title(env)
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("train success (%)")
+        if curves:
+            ax.legend(fontsize=7)
+    out["learning_curves.png"] = png(fig)
+
+    # per-group (task type / dataset family) success
+    tables = [(e, [a for a in agg if a["env"] == e and a["groups"]]) for e in envs]
+    tables = [(e, rs) for e, rs in tables if rs]
+    if tables:
+        fig, axes = plt.subplots(1, len(tables), figsize=(5 * len(tables), 3.4), squeeze=False)
+        for ax, (env, rs) in zip(axes[0], tables):
+            groups = sorted({g for a in rs for g in a["groups"]})
+            width = 0.8 / max(1, len(rs))
+            for k, a in enumerate(rs):
+                ax.bar([i + k * width for i in range(len(groups))], [100 * a["groups"].get(g, 0) for g in groups],
+                       width, label=a["method"])
+            ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
+            ax.set_xticklabels([g.replace("_then_place_in_recep", "").replace("_", " ") for g in groups],
+                               rotation=30, ha="right", fontsize=7)
+            ax.set_title(f"{env}: success by group")
+            ax.set_ylabel("success (%)")
+            ax.legend(fontsize=7)
+        out["task_types.png"] = png(fig)
+
+    # judge precision vs the oracle
+    prec = [p for p in db.precisions(preset) if p["env"] in envs and p["precision"] is not None]
+    if prec:
+        kinds = sorted({p["judge"] for p in prec})
+        fig, ax = plt.subplots(figsize=(5.5, 3.2))
+        width = 0.8 / len(kinds)
+        for k, kind in enumerate(kinds):
+            vals = [next((p["precision"] for p in prec if p["env"] == e and p["judge"] == kind), 0) for e in envs]
+            ax.bar([i + k * width for i in range(len(envs))], [100 * v for v in vals], width, label=kind)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(envs))])
+        ax.set_xticklabels(envs)
+        ax.set_ylabel("precision vs oracle (%)")
+        ax.set_title("judge precision (one-slip groups)")
+        ax.legend(fontsize=7)
+        out["judge_precision.png"] = png(fig)
+    return out
+
+
+_JS = """
+document.querySelectorAll('table.sortable th').forEach(function (th, col) {
+  th.addEventListener('click', function () {
+    var table = th.closest('table'), body = table.tBodies[0];
+    var rows = Array.from(body.rows), asc = th.dataset.asc !== '1';
+    var key = function (r) { var t = r.cells[col].innerText.trim(); var v = parseFloat(t);
+      return isNaN(v) ? t.toLowerCase() : v; };
+    rows.sort(function (a, b) { var x = key(a), y = key(b);
+      if (typeof x !== typeof y) { x = String(x); y = String(y); }
+      return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1); });
+    rows.forEach(function (r) { body.appendChild(r); });
+    table.querySelectorAll('th').forEach(function (h) { h.dataset.asc = ''; });
+    th.dataset.asc = asc ? '1' : '0';
+  });
+});
+"""
+
+
+def _html_table(header, body) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
+    rows = [r for r in db.results(preset) if r["env"] in envs]
+    agg = aggregate(rows)
+    present = [e for e in envs if any(a["env"] == e for a in agg)]
+    header, body = main_table(agg, present)
+    groups = group_tables(agg, present)
+    prec = [p for p in db.precisions(preset) if p["env"] in present]
+    commits = sorted({r["commit_id"] for r in rows if r["commit_id"]})
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    paths = []
+
+    md = [f"# prover-gym leaderboard: preset `{preset}`", "",
+          f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success and score in %, mean ± std over "
+          "seeds; 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the generation "
+          "added by verification continuations, relative to the base rollouts.", "", _md(header, body), ""]
+    for env, h, b in groups:
+        md += [f"## {env}: success by group", "", _md(h, b), ""]
+    if prec:
+        md += ["## Judge precision against the oracle (one-slip groups)", "",
+               _md(["env", "judge", "groups", "proposals", "precision"],
+                   [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"])] for p in prec]), ""]
+    paths.append(_atomic(out / "leaderboard.md", "\n".join(md)))
+
+    buf = io.StringIO()
+    all_groups = sorted({g for a in agg for g in a["groups"]})
+    cols = ["env", "method", "seeds", "success_mean", "success_std", "score_mean", "score_std", "rel_vs_grpo_pct",
+            "extra_tokens_ratio", "extra_env_steps_ratio", "episodes", "env_steps", "tokens", "train_seconds",
+            "eval_seconds", *[f"group:{g}" for g in all_groups]]
+    w = csv.writer(buf)
+    w.writerow(cols)
+    for a in agg:
+        w.writerow([a["env"], a["method"], " ".join(map(str, a["seeds"])), *[a[c] for c in cols[3:15]],
+                    *[a["groups"].get(g, "") for g in all_groups]])
+    paths.append(_atomic(out / "leaderboard.csv", buf.getvalue()))
+
+    doc = {"preset": preset, "generated": stamp, "commits": commits, "envs": present, "leaderboard": agg,
+           "results": rows, "judge_precision": prec,
+           "curves": {r["key"]: db.curve(r["key"]) for r in rows if r["method"] not in ("random", "expert")}}
+    paths.append(_atomic(out / "leaderboard.json", json.dumps(doc, indent=1, default=str)))
+
+    images = plots(db, preset, agg, present, rows)
+    for name, data in images.items():
+        paths.append(_atomic(out / name, data))
+    parts = [f"<h1>prover-gym leaderboard: preset <code>{html.escape(preset)}</code></h1>",
+             f"<p>Generated {html.escape(stamp)}; commit {html.escape(', '.join(commits) or 'unknown')}. "
+             "Success and score in %, mean ± std over seeds. Click a column header to sort.</p>",
+             _html_table(header, body)]
+    for env, h, b in groups:
+        parts += [f"<h2>{html.escape(env)}: success by group</h2>", _html_table(h, b)]
+    if prec:
+        parts += ["<h2>Judge precision against the oracle</h2>",
+                  _html_table(["env", "judge", "groups", "proposals", "precision"],
+                              [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"])] for p in prec])]
+    for name, data in images.items():
+        parts.append(f'<h2>{html.escape(name[:-4].replace("_", " "))}</h2>'
+                     f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>prover-gym leaderboard</title><style>"
+            "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+            "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f3f3f3}"
+            "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
+            + "".join(parts) + f"<script>{_JS}</script></body></html>")
+    paths.append(_atomic(out / "leaderboard.html", page))
+    return paths
