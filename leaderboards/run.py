@@ -74,10 +74,10 @@ def load_preset(name_or_path: str) -> dict:
         for key in ("env_id", "train_kwargs", "eval_kwargs"):
             if key not in env:
                 raise PresetError(f"{path}: envs.{env_name} needs {key!r}")
-        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train"}
+        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format"}
         if extra:
             raise PresetError(f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
-                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides)")
+                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt format kwargs)")
     return _expand(preset, path)
 
 
@@ -177,14 +177,17 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
     }
 
 
-def llm_policy(preset: dict, model_path: str, env_id: str, seed: int):
+def llm_policy(preset: dict, model_path: str, env_cfg: dict, seed: int, backend_cfg: dict | None = None):
+    """The policy to evaluate: a backend (the preset's, on ``model_path``, or ``backend_cfg``) in the
+    env's prompt format, with the env block's ``format`` kwargs (as in training)."""
     from agents.backends import make_backend
+    from agents.formats import make_format
     from agents.llm_policy import LLMPolicy
 
     ev = preset["eval"]
-    cfg = {"kind": preset.get("backend", "hf"), "model_path": model_path, "max_tokens": ev.get("max_tokens", 64),
-           "temperature": ev.get("temperature", 0.0), "seed": seed}
-    return LLMPolicy(make_backend(cfg), env_id=env_id)
+    cfg = backend_cfg or {"kind": preset.get("backend", "hf"), "model_path": model_path,
+                          "max_tokens": ev.get("max_tokens", 64), "temperature": ev.get("temperature", 0.0), "seed": seed}
+    return LLMPolicy(make_backend(cfg), make_format(env_cfg["env_id"], **(env_cfg.get("format") or {})))
 
 
 # ---- training ----------------------------------------------------------------------------------
@@ -200,7 +203,7 @@ def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: 
     else:
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
     data.update(env_id=env_cfg["env_id"], env_kwargs=env_cfg["train_kwargs"], seed=seed, out_dir=str(out_dir),
-                model_path=model_path)
+                model_path=model_path, policy_format=env_cfg.get("format") or {})
     known = set(TrainConfig.__dataclass_fields__)
     bad = sorted(set(data) - known)
     if bad:
@@ -346,11 +349,8 @@ def run(args) -> Path:
                         continue
                     trained = {"train_seconds": 0.0, "curve": [], "extra": {}}
                     if special is not None:
-                        from agents.backends import make_backend
-                        from agents.llm_policy import LLMPolicy
-
                         backend_cfg = {k: v for k, v in special[1].items() if k != "name"}
-                        policy = LLMPolicy(make_backend(backend_cfg), env_id=env_cfg["env_id"])
+                        policy = llm_policy(preset, "", env_cfg, seed, backend_cfg)
                     elif method == "random":
                         from agents.baselines import RandomPolicy
 
@@ -367,7 +367,7 @@ def run(args) -> Path:
                                 trained = sft
                         if method != "sft":
                             trained = train(preset, env_name, method, seed, out, sft_model, judge)
-                        policy = llm_policy(preset, trained["model_dir"], env_cfg["env_id"], seed)
+                        policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
                     res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
                                    group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
                     row = {"key": key, "preset": name, "env": env_name, "env_id": env_cfg["env_id"], "method": method,

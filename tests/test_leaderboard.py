@@ -152,3 +152,16 @@ def test_eval_only_with_an_openai_compatible_endpoint(tmp_path, chat_server):
     for f in out.iterdir():
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f
+
+
+@pytest.mark.parametrize("name", ["smoke", "default", "paper"])
+def test_presets_load(name, monkeypatch):
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.run import load_preset
+
+    monkeypatch.setenv("ALFWORLD_DATA", "/data/alfworld")
+    p = load_preset(name)
+    assert p["name"] == name and set(p["envs"]) == set(ENVS)
+    assert {e["env_id"] for e in p["envs"].values()} == {"prover/SearchQA-v0", "prover/WebShop-v0", "prover/ALFWorld-v0"}
+    if name == "paper":
+        assert p["envs"]["alfworld"]["eval_kwargs"]["data"] == "/data/alfworld/json_2.1.1"

@@ -40,6 +40,7 @@ class TrainConfig:
     sign: str = _f("positive", "ProVer: credit positive segment advantages only (the paper) or both signs")
     max_verified_groups: int = _f(2, "ProVer: cap on verified groups per iteration")
     judge: dict = _f({"kind": "first_divergence"}, "judge config (judges.make)")
+    policy_format: dict = _f({}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}")
     sft_steps: int = _f(0, "SFT warm-start steps on expert trajectories before RL")
     sft_episodes: int = _f(32, "expert episodes collected for the SFT warm start")
     sft_lr: float = _f(1e-3, "SFT learning rate")

@@ -59,7 +59,9 @@ class Trainer:
         self.model = self.backend.model
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
-        self.policy = LLMPolicy(self.backend, env_id=cfg.env_id)
+        from agents.formats import make_format
+
+        self.policy = LLMPolicy(self.backend, make_format(cfg.env_id, **cfg.policy_format))
         self.judge = judges.make({"kind": "random", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge)
         self.rng = random.Random(cfg.seed)
         if resuming:
