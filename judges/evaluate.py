@@ -40,10 +40,15 @@ class OneSlip(ExpertPolicy):
         return out
 
 
-def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int, seed: int = 0) -> list[list[Trajectory]]:
+def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int, seed: int = 0,
+                slack: int | None = None) -> list[list[Trajectory]]:
     """Groups with a known pivot: per task one expert trajectory (a success) and up to ``failures``
     trajectories that follow the expert but slip once at a random turn and then fail. The oracle's
-    pivotal turn is where the expert's advice was first ignored."""
+    pivotal turn is where the expert's advice was first ignored.
+
+    ``slack``: a step budget of the expert's length + ``slack`` turns. Where every slip can be undone
+    (ALFWorld), a slip only fails under a budget; a slipped run is cut at the budget and fails if it
+    had not won by then (as if ``max_steps`` had been that budget)."""
     import gymnasium as gym
 
     from agents.rollout import rollout
@@ -59,6 +64,9 @@ def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int,
         bad = []
         for _ in range(failures * 3):
             t = rollout(env, OneSlip(rng.randrange(len(good.turns)), rng), task_id=ids[s])
+            if slack is not None and len(t.turns) > len(good.turns) + slack:
+                t.turns = t.turns[:len(good.turns) + slack]
+                t.won, t.terminated, t.truncated = False, False, True
             if not t.won:
                 bad.append(t)
             if len(bad) == failures:

@@ -277,7 +277,8 @@ def judge_precision(preset: dict, env_name: str, db, commit: str | None) -> None
     todo = [k for k in kinds if db.get_precision(f"{preset['name']}|{env_name}|{k}|{digest}") is None]
     if not todo:
         return
-    groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0)
+    groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0,
+                         slack=spec.get("slack"))
     for kind in todo:
         stats = precision_against_oracle(judges.make({"kind": kind}), groups)
         db.put_precision(f"{preset['name']}|{env_name}|{kind}|{digest}", preset["name"], env_name, kind, digest, stats)

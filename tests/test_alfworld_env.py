@@ -277,3 +277,17 @@ def test_expert_wins_every_generated_test_game():
     lost = [tid for tid in e.unwrapped.task_ids() if not play_expert(e, options={"task_id": tid})[1]["won"]]
     e.close()
     assert lost == []
+
+
+def test_one_slip_groups_need_a_step_budget_in_alfworld():
+    """Every slip in ALFWorld can be undone, so one-slip failures exist only under a step budget;
+    with one, the first-divergence judge finds the oracle's pivot."""
+    import judges
+    from judges.evaluate import precision_against_oracle, slip_groups
+
+    kwargs = dict(split="valid_unseen", task_types=["pick_and_place_simple"], **EASY)
+    groups = slip_groups("prover/ALFWorld-v0", kwargs, 4, 2, slack=1)
+    assert groups
+    for good, *bad in groups:
+        assert good.won and all(not b.won and len(b.turns) <= len(good.turns) + 1 for b in bad)
+    assert precision_against_oracle(judges.make({"kind": "first_divergence"}), groups)["precision"] == 1.0
