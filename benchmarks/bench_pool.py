@@ -31,6 +31,9 @@ ENVS = {
 }
 
 
+WARMUP = 30  # steps per env before timing
+
+
 def _action(info: dict, rng: random.Random, env_id: str) -> str:
     adm = info.get("admissible_actions")
     if adm:
@@ -44,9 +47,10 @@ def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0) -> f
     with EnvPool(env_id, n, backend="process", **kwargs) as pool:
         out = pool.reset(seeds=list(range(n)))
         infos = [i for _, i in out]
-        t = time.perf_counter()
-        done = 0
+        done, t = -WARMUP * n, None
         while done < steps:
+            if done >= 0 and t is None:  # after the warm-up (lazy indexes, first game loads)
+                t = time.perf_counter()
             res = pool.step([_action(i, rng, env_id) for i in infos])
             done += n
             for k, (o, r, term, trunc, info) in enumerate(res):
@@ -60,11 +64,12 @@ def direct_rate(env_id: str, kwargs: dict, steps: int, seed: int = 0) -> float:
     rng = random.Random(seed)
     env = gym.make(env_id, **kwargs)
     _, info = env.reset(seed=0)
-    t = time.perf_counter()
-    for k in range(steps):
+    for k in range(-WARMUP, steps):
+        if k == 0:
+            t = time.perf_counter()
         _, _, term, trunc, info = env.step(_action(info, rng, env_id))
         if term or trunc:
-            _, info = env.reset(seed=k + 1)
+            _, info = env.reset(seed=k + 1 + WARMUP)
     rate = steps / (time.perf_counter() - t)
     env.close()
     return rate

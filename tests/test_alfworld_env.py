@@ -115,6 +115,16 @@ def test_bad_actions_keep_state(env, action):
     assert env.unwrapped.engine._ops == list(before.state.ops)
 
 
+def test_expert_off_still_generates_checked_games(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GYM_CACHE", str(tmp_path))  # nothing cached: games are generated now
+    e = gym.make("prover/ALFWorld-v0", split="valid_unseen", expert=False, num_games=2, **EASY)
+    obs, info = e.reset(seed=1)
+    assert info["expert_plan"] == [] and e.unwrapped.expert_action() is None
+    marker = e.unwrapped.game_path(info["task_id"]).parent / "complete.json"
+    assert marker.is_file()  # checked by the handcoded expert in a second engine
+    e.close()
+
+
 def test_max_steps_truncates():
     e = gym.make("prover/ALFWorld-v0", split="valid_unseen", max_steps=3, **EASY)
     e.reset(seed=0)

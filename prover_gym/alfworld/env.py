@@ -86,9 +86,17 @@ class ALFWorldEnv(TextEnv):
     def game_path(self, task_id: str) -> Path:
         """The game.tw-pddl of ``task_id`` (generated and checked on first use for bundled games)."""
         if self._official is None:
-            return alf_data.generated_game(task_id, self.engine, **self._knobs, budget=max(self.max_steps, 50))
+            return alf_data.generated_game(task_id, self._checker(), **self._knobs, budget=max(self.max_steps, 50))
         game = self._official[task_id]
         return alf_data.patched_game(game) if self._grammar_patch else game
+
+    def _checker(self) -> AlfredEngine:
+        """The engine that checks new games with the handcoded expert (ours, unless expert=False)."""
+        if self.engine.expert_enabled:
+            return self.engine
+        if getattr(self, "_expert_engine", None) is None:
+            self._expert_engine = AlfredEngine(expert=True)
+        return self._expert_engine
 
     def _enter(self, task_id: str) -> Path:
         if self._meta.get("task_id") == task_id and self.engine.game == self._meta["path"]:
