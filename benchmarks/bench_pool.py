@@ -55,7 +55,7 @@ def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0) -> f
             done += n
             for k, (o, r, term, trunc, info) in enumerate(res):
                 if term or trunc:
-                    _, info = pool.reset(seeds=[done + k], indices=[k])[0]
+                    _, info = pool.reset(seeds=[done + WARMUP * n + n + k], indices=[k])[0]
                 infos[k] = info
         return done / (time.perf_counter() - t)
 

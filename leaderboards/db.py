@@ -100,7 +100,11 @@ class ResultsDB:
         if preset is not None:
             sql += " WHERE preset = ?"
             args = (preset,)
-        return [_decode(dict(zip(RESULT_COLUMNS, r))) for r in self.conn.execute(sql + " ORDER BY env, method, seed", args)]
+        rows = [_decode(dict(zip(RESULT_COLUMNS, r))) for r in self.conn.execute(sql + " ORDER BY created", args)]
+        latest: dict[tuple, dict] = {}
+        for r in rows:  # a row of an older config (other eval tasks, budget, model) is superseded, not averaged in
+            latest[(r["preset"], r["env"], r["method"], r["split"], r["seed"])] = r
+        return sorted(latest.values(), key=lambda r: (r["env"], r["method"], r["seed"]))
 
     def curve(self, key: str) -> list[dict]:
         rows = self.conn.execute("SELECT metrics FROM curves WHERE key = ? ORDER BY iteration", (key,))
@@ -121,8 +125,11 @@ class ResultsDB:
 
     def precisions(self, preset: str) -> list[dict]:
         rows = self.conn.execute("SELECT env, judge, groups, proposals, hits, precision FROM judge_precision "
-                                 "WHERE preset = ? ORDER BY env, judge", (preset,))
-        return [dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), r)) for r in rows]
+                                 "WHERE preset = ? ORDER BY created", (preset,))
+        latest = {}
+        for r in rows:  # the newest measurement per env and judge
+            latest[(r[0], r[1])] = dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), r))
+        return [latest[k] for k in sorted(latest)]
 
 
 def _decode(row: dict) -> dict:

@@ -165,3 +165,22 @@ def test_presets_load(name, monkeypatch):
     assert {e["env_id"] for e in p["envs"].values()} == {"prover/SearchQA-v0", "prover/WebShop-v0", "prover/ALFWorld-v0"}
     if name == "paper":
         assert p["envs"]["alfworld"]["eval_kwargs"]["data"] == "/data/alfworld/json_2.1.1"
+
+
+def test_superseded_rows_are_not_averaged_in(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.db import ResultsDB
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    base = {"preset": "p", "env": "alfworld", "env_id": "prover/ALFWorld-v0", "method": "grpo", "split": "test",
+            "seed": 0, "commit_id": None, "episodes": 4, "score": 0.0, "groups": {}, "env_steps": 1, "tokens": 1,
+            "invalid_actions": 0, "train_seconds": 0.0, "eval_seconds": 0.0, "extra": {}}
+    db.put({**base, "key": "old", "config_hash": "a", "success": 0.25, "created": 1.0})
+    db.put({**base, "key": "new", "config_hash": "b", "success": 0.75, "created": 2.0})
+    rows = db.results("p")
+    assert [(r["key"], r["success"]) for r in rows] == [("new", 0.75)]
+    stats = {"groups": 3, "proposals": 3, "hits": 1, "precision": 1 / 3}
+    db.put_precision("k1", "p", "alfworld", "random", "a", stats)
+    db.put_precision("k2", "p", "alfworld", "random", "b", {**stats, "hits": 3, "precision": 1.0})
+    assert [p["precision"] for p in db.precisions("p")] == [1.0]
+    db.close()
