@@ -33,11 +33,18 @@ _WORD = re.compile(r"[a-z]+")
 
 @functools.lru_cache(maxsize=1)
 def _spacy():
+    import importlib.util
+
+    # spaCy itself comes in with alfworld, but without a model package it cannot tag nouns; look for
+    # the model first, so that the 3 s `import spacy` is not paid (once per process) for nothing
+    names = [n for n in ("en_core_web_lg", "en_core_web_sm") if importlib.util.find_spec(n) is not None]
+    if not names:
+        return None
     try:
         import spacy
     except ImportError:
         return None
-    for name in ("en_core_web_lg", "en_core_web_sm"):
+    for name in names:
         try:
             return spacy.load(name)
         except OSError:
