@@ -95,3 +95,32 @@ def test_kl_to_the_reference_is_logged_and_the_reference_persists(tmp_path, bund
     rows = t.run()
     assert "kl" in rows[0] and rows[0]["kl"] >= 0.0
     assert (out / "reference" / "config.json").is_file()
+
+
+def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secret(tmp_path, bundled_dir, chat_server,
+                                                                                   monkeypatch):
+    """The judge's server answers 500 to everything: ProVer credits nothing for that group, GRPO
+    advantages stand, the failures are counted in the metrics, and the API key is in no file written."""
+    from conftest import ChatHandler
+
+    secret = "sk-trainer-SECRET-987"
+    monkeypatch.setenv("JUDGE_TEST_KEY", secret)
+    ChatHandler.plan = [500] * 50
+    out = tmp_path / "run"
+    judge = f"judge={{kind: openai, model: j, base_url: '{chat_server}', api_key_env: JUDGE_TEST_KEY, max_retries: 1, backoff: 0.0}}"
+    trainer = Trainer(load_config(None, ["method=prover", "continuations=1", "env_kwargs={split: test}", judge,
+                                         "iterations=1", "tasks_per_iteration=1", "group_size=2", "max_tokens=6",
+                                         f"out_dir={out}"]))
+    env = trainer.env
+    good = rollout(env, ExpertPolicy(), seed=1)
+    bad = rollout(env, SlipPolicy(lambda a: a.startswith("search["), "answer[wrong]"), seed=1)
+    per_turn, stats = trainer.advantages([[good, bad]])
+    assert stats["verified"] == 0 and per_turn[0][0] > 0 > per_turn[1][0]  # plain GRPO advantages
+    assert trainer.judge.stats["backend_errors"] >= 1
+    assert any(s["auth"] == f"Bearer {secret}" for s in ChatHandler.seen)
+    row = trainer.step()
+    assert "judge/backend_errors" in row
+    trainer.save()
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f

@@ -290,6 +290,9 @@ class Trainer:
                "prover/extra_tokens_ratio": pstats["extra_tokens"] / max(tokens, 1),
                "prover/extra_env_steps_ratio": pstats["extra_steps"] / max(steps, 1),
                "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
+        # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
+        # ProVer its proposals (the group falls back to GRPO) but never stops training
+        row.update({f"judge/{k}": v for k, v in (getattr(self.judge, "stats", None) or {}).items()})
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         for sink in self.sinks():
