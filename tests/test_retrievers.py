@@ -204,3 +204,40 @@ def test_http_errors_are_clear(flaky):
     dead = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RetrieverUnavailable, match=r"unreachable after 2 attempts.*prover_gym.searchqa.serve"):
         HTTPRetriever(dead, retries=2, backoff=0.01).search(["q"], 3)
+
+
+def _hammer(args):
+    """One client process: POST distinct queries for ``seconds``; returns (latencies, errors)."""
+    import requests as rq
+
+    url, seconds, worker = args
+    session = rq.Session()
+    lat, errors, k = [], 0, 0
+    end = time.time() + seconds
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            r = session.post(url + "/retrieve", json={"query": f"university press {worker} {k}", "topk": 3}, timeout=10)
+            if r.status_code != 200 or len(r.json()["result"][0]) != 3:
+                errors += 1
+        except rq.RequestException:
+            errors += 1
+        lat.append(time.perf_counter() - t)
+        k += 1
+    return lat, errors
+
+
+def test_server_under_concurrent_clients_from_several_processes(server):
+    """Three client processes on loopback for 3 s each: no errors, and the latency percentiles are
+    reported (printed with -s) and bounded."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(3) as pool:
+        results = pool.map(_hammer, [(server, 3.0, w) for w in range(3)])
+    lat = sorted(x for r in results for x in r[0])
+    errors = sum(r[1] for r in results)
+    p50, p95, p99 = (lat[int(q * (len(lat) - 1))] * 1000 for q in (0.5, 0.95, 0.99))
+    print(f"\nretrieval server: {len(lat)} requests from 3 processes, p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+          f"p99 {p99:.1f} ms, errors {errors}")
+    assert errors == 0 and len(lat) >= 30
+    assert p99 < 2000
