@@ -144,6 +144,7 @@ class TextEnv(gym.Env):
         raise NotImplementedError
 
     def _set_state(self, state: Any) -> None:
+        """Put back what ``_get_state`` returned; ``self._task_id`` already names the snapshot's task."""
         raise NotImplementedError
 
     def fingerprint(self) -> str:
@@ -243,10 +244,10 @@ class TextEnv(gym.Env):
         if self._np_random is None:
             self._np_random, _ = gym.utils.seeding.np_random()
         self._np_random.bit_generator.state = copy.deepcopy(rng_state)
-        self._set_state(snap.state)
         self._step, self._task_id = step, task_id
         self._terminated, self._truncated, self._won = terminated, truncated, won
         self._last_obs = last_obs
+        self._set_state(snap.state)  # after the core fields: it may look up the task by self._task_id
 
     # ---- helpers --------------------------------------------------------------------------
     def current_state(self) -> tuple[str, dict, bool, bool]:

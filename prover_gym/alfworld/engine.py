@@ -25,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
+import functools
 import itertools
-import json
 import os
 import pickle
 import random
@@ -79,8 +79,9 @@ _TRANSLATION_MEMO: "OrderedDict[tuple, tuple]" = OrderedDict()
 _LOGIC_MEMO: "OrderedDict[tuple, Any]" = OrderedDict()
 
 
-def _install_patches():
-    """Swap the memoised functions in; returns an undo callable. Caller holds ``_LOCK``."""
+@functools.lru_cache(maxsize=None)
+def _patches() -> tuple:
+    """(owner, attribute, memoised replacement) for each patched engine function, built once."""
     import fast_downward
     import textworld.envs.pddl.logic as pddl_logic
     import textworld.envs.pddl.textgen as textgen
@@ -88,11 +89,7 @@ def _install_patches():
 
     orig_parse = textgen._parse_and_convert
     orig_query = Rule.__dict__["parse_conjunctive_query"]
-    orig_fd = pddl_logic.fast_downward
     orig_logic = pddl_logic.GameLogic
-
-    orig_copy_context = textgen.copy_context
-    orig_symbol_copy = textgen.Symbol.copy
 
     def copy_context(context):
         # the stock version deep-copies entity infos and variables that derivation never mutates
@@ -115,8 +112,7 @@ def _install_patches():
         logic = _LOGIC_MEMO.get(key)
         if logic is None:
             logic = _LOGIC_MEMO[key] = orig_logic(domain=domain, grammar=grammar)
-            while len(_LOGIC_MEMO) > 64:
-                _LOGIC_MEMO.popitem(last=False)
+            _trim(_LOGIC_MEMO, 64)
         return logic
 
     def parse_memo(text, rule_name=None, trace=False, **kwargs):
@@ -151,28 +147,25 @@ def _install_patches():
                 finally:
                     sys.argv[:] = argv  # pddl2sas overwrites sys.argv
                 _TRANSLATION_MEMO[key] = hit
-                while len(_TRANSLATION_MEMO) > 64:
-                    _TRANSLATION_MEMO.popitem(last=False)
+                _trim(_TRANSLATION_MEMO, 64)
             else:
                 _TRANSLATION_MEMO.move_to_end(key)
             return hit
 
-    textgen._parse_and_convert = parse_memo
-    textgen.copy_context = copy_context
-    textgen.Symbol.copy = symbol_copy
-    Rule.parse_conjunctive_query = classmethod(query_memo)
-    pddl_logic.fast_downward = _CachedFD()
-    pddl_logic.GameLogic = logic_memo
+    return (
+        (textgen, "_parse_and_convert", parse_memo),
+        (textgen, "copy_context", copy_context),
+        (textgen.Symbol, "copy", symbol_copy),
+        (Rule, "parse_conjunctive_query", classmethod(query_memo)),
+        (pddl_logic, "fast_downward", _CachedFD()),
+        (pddl_logic, "GameLogic", logic_memo),
+    )
 
-    def undo():
-        textgen._parse_and_convert = orig_parse
-        textgen.copy_context = orig_copy_context
-        textgen.Symbol.copy = orig_symbol_copy
-        Rule.parse_conjunctive_query = orig_query
-        pddl_logic.fast_downward = orig_fd
-        pddl_logic.GameLogic = orig_logic
 
-    return undo
+def _trim(table: "OrderedDict", size: int) -> None:
+    """Drop the oldest entries of an LRU table beyond ``size``."""
+    while len(table) > size:
+        table.popitem(last=False)
 
 
 @contextlib.contextmanager
@@ -180,7 +173,9 @@ def _fast(rng_state):
     """Run engine code with the memo patches on and this engine's private ``random`` state (the
     handcoded expert draws from the global ``random`` module). Yields a holder for the new state."""
     with _LOCK:
-        undo = _install_patches()
+        saved = [(owner, name, vars(owner)[name]) for owner, name, _ in _patches()]  # as stored (a classmethod stays one)
+        for owner, name, patched in _patches():
+            setattr(owner, name, patched)
         outer = random.getstate()
         random.setstate(rng_state)
         holder = {}
@@ -189,7 +184,8 @@ def _fast(rng_state):
         finally:
             holder["rng"] = random.getstate()
             random.setstate(outer)
-            undo()
+            for owner, name, original in saved:
+                setattr(owner, name, original)
 
 
 # ---- snapshots --------------------------------------------------------------------------------
@@ -312,9 +308,6 @@ class AlfredEngine:
     def admissible(self) -> list[str]:
         return list(self.state["admissible_commands"])
 
-    def won(self) -> bool:
-        return bool(self.state["won"])
-
     def expert_plan(self) -> list[str]:
         if not self.expert_enabled or self.expert_error:
             return []
@@ -324,8 +317,7 @@ class AlfredEngine:
     def snapshot(self) -> EngineState:
         portable = self._portable()
         self._natives[portable.token[1]] = self._save_native()
-        while len(self._natives) > self._native_cache:
-            self._natives.popitem(last=False)
+        _trim(self._natives, self._native_cache)
         return portable
 
     def restore(self, snap: EngineState) -> None:
@@ -428,12 +420,3 @@ class _OpRef:
     def __init__(self, op_id: int):
         self.id = op_id
 
-
-def render_equal(a, b) -> bool:
-    """Whether two engine views show the same text (used by the self-test)."""
-    return a.feedback == b.feedback and list(a["admissible_commands"]) == list(b["admissible_commands"])
-
-
-def game_json(path: str) -> dict:
-    with open(path) as f:
-        return json.load(f)

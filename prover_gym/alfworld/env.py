@@ -148,12 +148,6 @@ class ALFWorldEnv(TextEnv):
         return self.engine.snapshot()
 
     def _set_state(self, state: Any) -> None:
-        self._pending = state
-
-    def restore(self, snap) -> None:
-        self._pending = None
-        super().restore(snap)
-        state, self._pending = self._pending, None
         path = self._enter(self._task_id)
         if state.game != str(path):  # made on another machine or cache: same game, other path
             state = dataclasses.replace(state, game=str(path), token=(None, -1))

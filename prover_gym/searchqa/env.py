@@ -211,9 +211,6 @@ class SearchQAEnv(TextEnv):
 
     def _set_state(self, state: Any) -> None:
         self._n_searches, self._retrieved, self._answer = state
-
-    def restore(self, snap) -> None:
-        super().restore(snap)
         self._example = self.examples[self._by_id[self._task_id]]
 
     def _extra_info(self) -> dict:

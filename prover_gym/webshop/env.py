@@ -119,9 +119,6 @@ class WebShopEnv(TextEnv):
 
     def _set_state(self, state: Any) -> None:
         self._state = state
-
-    def restore(self, snap) -> None:
-        super().restore(snap)
         self._goal = self.goals[int(self._task_id)]
 
     def admissible_actions(self) -> list[str]:
