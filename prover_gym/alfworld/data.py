@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from prover_gym.alfworld.generator import (
     scene_type,
     write_game,
 )
-from prover_gym.cache import MARKER, cache_dir
+from prover_gym.cache import build_once, cache_dir
 
 GENERATOR_VERSION = "alfworld-gen-v1"
 SPLIT_SIZES = {"train": 3553, "valid_seen": 140, "valid_unseen": 134}  # ALFWorld's split sizes
@@ -86,42 +84,27 @@ def generated_game(task_id: str, engine, *, max_receptacles: int | None, num_dis
     within ``budget`` steps. It is left with the game loaded at its initial state.
     """
     split, index = task_id.rsplit("/", 1)
-    root = generated_root(max_receptacles, num_distractors)
-    final = root / split / index
-    if (final / MARKER).is_file():
-        return final / "game.tw-pddl"
     task_type = task_type_of(task_id)
-    plans = split_floor_plans(split, task_type)
-    rng = random.Random(f"{GENERATOR_VERSION}|{task_id}")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(MAX_ATTEMPTS):
-        floor_plan = rng.choice(plans)
-        seed = rng.randrange(1 << 30)
-        try:
-            game = generate_game(floor_plan, task_type, seed, max_receptacles=max_receptacles,
-                                 num_distractors=num_distractors)
-        except Infeasible:
-            continue
-        tmp = Path(tempfile.mkdtemp(prefix=index + ".tmp", dir=final.parent))
-        try:
-            path = write_game(game, tmp)
-            walkthrough = _expert_walkthrough(engine, str(path), budget)
-            if walkthrough is None:
-                continue
-            write_game(game, tmp, walkthrough)
-            marker = {"task_id": task_id, "task_type": task_type, "floor_plan": floor_plan, "seed": seed,
-                      "attempt": attempt, "walkthrough_len": len(walkthrough), "version": GENERATOR_VERSION}
-            (tmp / MARKER).write_text(json.dumps(marker, indent=1))
-            if final.exists() and not (final / MARKER).is_file():
-                shutil.rmtree(final, ignore_errors=True)
+
+    def build(tmp: Path) -> dict:
+        plans = split_floor_plans(split, task_type)
+        rng = random.Random(f"{GENERATOR_VERSION}|{task_id}")
+        for attempt in range(MAX_ATTEMPTS):
+            floor_plan = rng.choice(plans)
+            seed = rng.randrange(1 << 30)
             try:
-                os.rename(tmp, final)
-            except OSError:  # a concurrent generator won; its game is the same
-                pass
-            return final / "game.tw-pddl"
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    raise DataError(f"could not generate a solvable game for {task_id} in {MAX_ATTEMPTS} attempts")
+                game = generate_game(floor_plan, task_type, seed, max_receptacles=max_receptacles,
+                                     num_distractors=num_distractors)
+            except Infeasible:
+                continue
+            walkthrough = _expert_walkthrough(engine, str(write_game(game, tmp)), budget)
+            if walkthrough is not None:
+                write_game(game, tmp, walkthrough)
+                return {"task_id": task_id, "task_type": task_type, "floor_plan": floor_plan, "seed": seed,
+                        "attempt": attempt, "walkthrough_len": len(walkthrough), "version": GENERATOR_VERSION}
+        raise DataError(f"could not generate a solvable game for {task_id} in {MAX_ATTEMPTS} attempts")
+
+    return build_once(generated_root(max_receptacles, num_distractors) / split / index, build) / "game.tw-pddl"
 
 
 def _expert_walkthrough(engine, path: str, budget: int) -> list[str] | None:
@@ -190,17 +173,14 @@ def patched_game(game: Path) -> Path:
     if m is None:
         raise DataError(f"{game}: cannot find the task sentence in its grammar; pass grammar_patch=False")
     digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
-    out = cache_dir() / "alfworld-patched" / digest
-    if not (out / MARKER).is_file():
+
+    def build(tmp: Path) -> dict:
         doc["grammar"] = grammar_text().replace("UNKNOWN GOAL", m.group(1))
-        from prover_gym.cache import build_once
+        (tmp / "game.tw-pddl").write_text(json.dumps(doc))
+        shutil.copyfile(game.parent / "traj_data.json", tmp / "traj_data.json")
+        return {"source": str(game)}
 
-        def build(tmp: Path) -> dict:
-            (tmp / "game.tw-pddl").write_text(json.dumps(doc))
-            shutil.copyfile(game.parent / "traj_data.json", tmp / "traj_data.json")
-            return {"source": str(game)}
-
-        build_once(out, build)
+    out = build_once(cache_dir() / "alfworld-patched" / digest, build)
     return out / "game.tw-pddl"
 
 

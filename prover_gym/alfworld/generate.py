@@ -20,12 +20,13 @@ def _one(args):
     global _ENGINE
     from prover_gym.alfworld.data import generated_game
     from prover_gym.alfworld.engine import AlfredEngine
+    from prover_gym.cache import MARKER
 
     if _ENGINE is None:
         _ENGINE = AlfredEngine()
     t = time.perf_counter()
     path = generated_game(task_id, _ENGINE, **knobs)
-    marker = json.loads((path.parent / "complete.json").read_text())
+    marker = json.loads((path.parent / MARKER).read_text())
     return task_id, time.perf_counter() - t, marker["attempt"], marker["walkthrough_len"]
 
 
