@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from prover_gym.cache import atomic_write  # noqa: E402
 
 QUICK = {
     "searchqa": ["bench_searchqa.py", "--passages", "100000", "--queries", "200", "--rank-bm25-queries", "20"],
@@ -89,9 +91,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1)
     for target in (out / f"{report['commit']}.json", out / "latest.json"):
-        tmp_path = target.with_name(target.name + ".tmp")
-        tmp_path.write_text(text)
-        os.replace(tmp_path, target)
+        atomic_write(target, text)
     print(f"wrote {out / (report['commit'] + '.json')}")
     return 0 if all(r["returncode"] == 0 for r in report["benchmarks"].values()) else 1
 

@@ -9,9 +9,10 @@ import html
 import io
 import json
 import math
-import os
 import time
 from pathlib import Path
+
+from prover_gym.cache import atomic_write
 
 METHOD_ORDER = ("random", "expert", "sft", "grpo", "prover", "prover_random", "prover_unverified")
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
@@ -118,16 +119,6 @@ def _md(header, body) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines)
-
-
-def _atomic(path: Path, data: bytes | str) -> Path:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    if isinstance(data, str):
-        tmp.write_text(data, encoding="utf-8")
-    else:
-        tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
 
 
 def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -> dict[str, bytes]:
@@ -248,7 +239,7 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
         md += ["## Judge precision against the oracle (one-slip groups)", "",
                _md(["env", "judge", "groups", "proposals", "precision"],
                    [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"])] for p in prec]), ""]
-    paths.append(_atomic(out / "leaderboard.md", "\n".join(md)))
+    paths.append(atomic_write(out / "leaderboard.md", "\n".join(md)))
 
     buf = io.StringIO()
     all_groups = sorted({g for a in agg for g in a["groups"]})
@@ -260,16 +251,16 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
     for a in agg:
         w.writerow([a["env"], a["method"], " ".join(map(str, a["seeds"])), *[a[c] for c in cols[3:15]],
                     *[a["groups"].get(g, "") for g in all_groups]])
-    paths.append(_atomic(out / "leaderboard.csv", buf.getvalue()))
+    paths.append(atomic_write(out / "leaderboard.csv", buf.getvalue()))
 
     doc = {"preset": preset, "generated": stamp, "commits": commits, "envs": present, "leaderboard": agg,
            "results": rows, "judge_precision": prec,
            "curves": {r["key"]: db.curve(r["key"]) for r in rows if r["method"] not in ("random", "expert")}}
-    paths.append(_atomic(out / "leaderboard.json", json.dumps(doc, indent=1, default=str)))
+    paths.append(atomic_write(out / "leaderboard.json", json.dumps(doc, indent=1, default=str)))
 
     images = plots(db, preset, agg, present, rows)
     for name, data in images.items():
-        paths.append(_atomic(out / name, data))
+        paths.append(atomic_write(out / name, data))
     parts = [f"<h1>prover-gym leaderboard: preset <code>{html.escape(preset)}</code></h1>",
              f"<p>Generated {html.escape(stamp)}; commit {html.escape(', '.join(commits) or 'unknown')}. "
              "Success and score in %, mean ± std over seeds. Click a column header to sort.</p>",
@@ -288,5 +279,5 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
             "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f3f3f3}"
             "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
             + "".join(parts) + f"<script>{_JS}</script></body></html>")
-    paths.append(_atomic(out / "leaderboard.html", page))
+    paths.append(atomic_write(out / "leaderboard.html", page))
     return paths

@@ -216,6 +216,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
     from tqdm import tqdm
 
+    from prover_gym.cache import atomic_write
     from trainers.train import Trainer
 
     env_cfg = preset["envs"][env_name]
@@ -232,7 +233,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
     seconds = meta.get("seconds", 0.0)
     if not done:
         run_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(meta_path, json.dumps({"hash": digest, "finished": False, "seconds": seconds}))
+        atomic_write(meta_path, json.dumps({"hash": digest, "finished": False, "seconds": seconds}))
         t0 = time.time()
         trainer = Trainer(cfg, resume=state_path.is_file())
         if method == "sft":
@@ -248,7 +249,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
                 bar.update(1)
             bar.close()
         seconds += time.time() - t0
-        _atomic_write(meta_path, json.dumps({"hash": digest, "finished": True, "seconds": round(seconds, 2)}))
+        atomic_write(meta_path, json.dumps({"hash": digest, "finished": True, "seconds": round(seconds, 2)}))
     curve = []
     metrics = run_dir / "metrics.jsonl"
     if metrics.is_file():
@@ -396,12 +397,6 @@ def _policy_config(spec: str | None) -> dict:
     if not isinstance(cfg, dict) or "kind" not in cfg:
         raise PresetError(f"--policy {spec!r}: expected a mapping with 'kind' (openai | hf | vllm)")
     return cfg
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,3 +49,16 @@ def build_once(directory: Path, build: Callable[[Path], dict]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def atomic_write(path: Path, data: str | bytes) -> Path:
+    """Write ``path`` through a temporary file beside it and one rename: readers see the old file or
+    the new one, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    if isinstance(data, str):
+        tmp.write_text(data, encoding="utf-8")
+    else:
+        tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path

@@ -1,3 +1,4 @@
+import contextlib
 import json
 import socket
 import threading
@@ -83,13 +84,22 @@ class ChatHandler(BaseHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def loopback_server(handler):
+    """Serve ``handler`` (a BaseHTTPRequestHandler class) on 127.0.0.1, a free port; yields the base URL."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+
+
 @pytest.fixture
 def chat_server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), ChatHandler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
     ChatHandler.plan, ChatHandler.seen = [], []
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
+    with loopback_server(ChatHandler) as url:
+        yield url + "/v1"
 
 
 class SlipPolicy:

@@ -5,16 +5,15 @@ import json
 import math
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import gymnasium as gym
 import pytest
 import requests
 
-from conftest import free_port
+from conftest import free_port, loopback_server
 from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl
 from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, RetrieverError, RetrieverUnavailable
@@ -175,12 +174,9 @@ class _Flaky(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def flaky():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
     _Flaky.plan, _Flaky.seen = [], 0
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with loopback_server(_Flaky) as url:
+        yield url
 
 
 def test_http_retries_5xx_and_429_then_succeeds(flaky):

@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import TrainConfig, load_config  # noqa: E402
 
 METRICS = ("reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "env_steps", "tokens",
@@ -107,9 +108,7 @@ class Trainer:
             return
         rows = [line for line in path.read_text().splitlines() if line.strip()]
         keep = [r for r in rows if json.loads(r).get("iteration", 0) <= self.iteration]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(r + "\n" for r in keep))
-        os.replace(tmp, path)
+        atomic_write(path, "".join(r + "\n" for r in keep))
 
     # ---- SFT warm start -----------------------------------------------------------------------
     def sft(self) -> list[float]:
