@@ -34,12 +34,10 @@ def rollout_from(env, snap, policy, history: list[Turn] | None = None, *, task_i
     from prover_gym import restore
 
     restore(env, snap)
-    base = env.unwrapped
-    obs = base._last_obs
-    info = base._info({})
-    traj = Trajectory(base.env_id, task_id or info["task_id"], task or info["task"])
-    if base._terminated or base._truncated:
-        traj.won, traj.terminated, traj.truncated = bool(info.get("won")), base._terminated, base._truncated
+    obs, info, terminated, truncated = env.unwrapped.current_state()
+    traj = Trajectory(env.unwrapped.env_id, task_id or info["task_id"], task or info["task"])
+    if terminated or truncated:
+        traj.won, traj.terminated, traj.truncated = bool(info.get("won")), terminated, truncated
         return traj
     return _play(env, policy, obs, info, traj, list(history or []))
 

@@ -261,11 +261,11 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
         extra["prover/verified_segments"] = sum(r.get("prover/verified_segments", 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
     return {"model_dir": str(run_dir / "checkpoint" / "model"), "curve": curve, "train_seconds": round(seconds, 2),
-            "extra": extra, "hash": digest}
+            "extra": extra}
 
 
 # ---- judge precision ----------------------------------------------------------------------------
-def judge_precision(preset: dict, env_name: str, db, commit: str | None) -> None:
+def judge_precision(preset: dict, env_name: str, db) -> None:
     import judges
     from judges.evaluate import precision_against_oracle, slip_groups
 
@@ -297,8 +297,6 @@ def plan_methods(preset: dict, args) -> list[str]:
 
 
 def run(args) -> Path:
-    import yaml
-
     from leaderboards.db import ResultsDB
     from leaderboards.report import write_reports
 
@@ -310,9 +308,7 @@ def run(args) -> Path:
     seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
     judge = preset["judge"]
     if args.judge:
-        judge = yaml.safe_load(Path(args.judge).read_text()) if Path(args.judge).is_file() else yaml.safe_load(args.judge)
-        if not isinstance(judge, dict) or "kind" not in judge:
-            raise PresetError(f"--judge {args.judge!r}: give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'")
+        judge = _kind_config("--judge", args.judge, "give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'")
     for e in envs:
         _check_set(preset["envs"][e], f"envs.{e}")
     out = Path(args.out)
@@ -329,7 +325,7 @@ def run(args) -> Path:
             env_cfg = preset["envs"][env_name]
             split = str(env_cfg["eval_kwargs"].get("split", "test"))
             if not args.eval_only:
-                judge_precision(preset, env_name, db, commit)
+                judge_precision(preset, env_name, db)
             for seed in seeds:
                 tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
                 eval_hash = config_hash([env_cfg, ev, tasks])
@@ -387,16 +383,21 @@ def run(args) -> Path:
     return out
 
 
-def _policy_config(spec: str | None) -> dict:
+def _kind_config(flag: str, spec: str, expected: str) -> dict:
+    """A ``--judge`` / ``--policy`` value: a YAML file, or a YAML mapping inline, with a ``kind``."""
     import yaml
 
+    cfg = yaml.safe_load(Path(spec).read_text()) if Path(spec).is_file() else yaml.safe_load(spec)
+    if not isinstance(cfg, dict) or "kind" not in cfg:
+        raise PresetError(f"{flag} {spec!r}: {expected}")
+    return cfg
+
+
+def _policy_config(spec: str | None) -> dict:
     if not spec:
         raise PresetError("--eval-only needs --policy: a backend config file or mapping, e.g. "
                           "'{kind: openai, model: my-model, base_url: http://127.0.0.1:8000/v1}' or '{kind: hf, model_path: DIR}'")
-    cfg = yaml.safe_load(Path(spec).read_text()) if Path(spec).is_file() else yaml.safe_load(spec)
-    if not isinstance(cfg, dict) or "kind" not in cfg:
-        raise PresetError(f"--policy {spec!r}: expected a mapping with 'kind' (openai | hf | vllm)")
-    return cfg
+    return _kind_config("--policy", spec, "expected a mapping with 'kind' (openai | hf | vllm)")
 
 
 def main(argv: list[str] | None = None) -> int:
