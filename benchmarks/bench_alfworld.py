@@ -32,20 +32,10 @@ import gymnasium as gym  # noqa: E402
 
 import prover_gym  # noqa: E402,F401
 from prover_gym import branch, restore, snapshot  # noqa: E402
+from prover_gym.alfworld.engine import stock_stack  # noqa: E402
 
 OFFICIAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "alfworld-official-sample"
 MAX_STEPS = 50
-
-
-def stock_stack(game: str):
-    import textworld
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
-    from textworld.envs.pddl import PddlEnv
-
-    infos = textworld.EnvInfos(admissible_commands=True, won=True, extras=["gamefile"])
-    env = AlfredExpert(AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False)), expert_type="handcoded")
-    env.load(game)
-    return env
 
 
 def run_ours(env, task_ids, episodes, seed=0) -> dict:

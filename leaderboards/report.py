@@ -80,6 +80,8 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
             header.append(f"{e} score")
         header.append(f"{e} success")
     header += ["average success", "vs GRPO (relative)", "ProVer extra tokens"]
+    grpo_cells = [cell.get((e, "grpo")) for e in envs]
+    grpo_avg = (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if grpo_cells and all(grpo_cells) else None
     body = []
     for m in methods:
         row, succ, extra = [m], [], []
@@ -93,8 +95,6 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
                 if a["extra_tokens_ratio"] is not None and m.startswith("prover"):
                     extra.append(a["extra_tokens_ratio"])
         avg = sum(succ) / len(succ) if succ else None
-        grpo_cells = [cell.get((e, "grpo")) for e in envs]
-        grpo_avg = (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if all(grpo_cells) and grpo_cells else None
         row.append(_fmt(avg) if avg is not None else "")
         row.append("" if m == "grpo" or avg is None or not grpo_avg else f"{100 * (avg - grpo_avg) / grpo_avg:+.1f}%")
         row.append(f"+{100 * sum(extra) / len(extra):.0f}%" if extra else "")

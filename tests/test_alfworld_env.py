@@ -213,28 +213,16 @@ def test_snapshot_errors(env):
     other.close()
 
 
-def _stock_env(game):
-    """The stock engine stack of AlfredTWEnv, no prover-gym patches."""
-    import textworld
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
-    from textworld.envs.pddl import PddlEnv
-
-    infos = textworld.EnvInfos(admissible_commands=True, won=True, facts=True, extras=["gamefile"])
-    e = AlfredExpert(AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False)), expert_type="handcoded")
-    e.load(game)
-    return e
-
-
 def test_engine_text_is_byte_identical_to_the_stock_engine(env):
     """The memo patches change speed only: same observations, admissible lists and expert plans."""
-    from prover_gym.alfworld.engine import AlfredEngine
+    from prover_gym.alfworld.engine import AlfredEngine, stock_stack
 
     game = str(env.unwrapped.game_path(env.unwrapped.task_ids()[2]))
     ours = AlfredEngine()
     ours.load(game, seed=5)
     outer = random.getstate()
     random.seed(5)
-    stock = _stock_env(game)
+    stock = stock_stack(game)
     state = stock.reset()
     rng = random.Random(0)
 

@@ -420,3 +420,17 @@ class _OpRef:
     def __init__(self, op_id: int):
         self.id = op_id
 
+
+def stock_stack(game: str):
+    """The unpatched engine stack of ``AlfredTWEnv`` on ``game`` (loaded, not reset): the reference
+    our text is compared with and the baseline of ``benchmarks/bench_alfworld.py``."""
+    check_versions()
+    _prepare_import()
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
+    from textworld.envs.pddl import PddlEnv
+
+    infos = textworld.EnvInfos(admissible_commands=True, won=True, extras=["gamefile"])  # the expert adds facts
+    env = AlfredExpert(AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False)), expert_type="handcoded")
+    env.load(game)
+    return env
