@@ -6,14 +6,18 @@
     snaps = pool.snapshot(); pool.restore(snaps)  # one Snapshot per env
 
 Backends: ``"process"`` (default; one spawned worker per env, required for engines that are not
-thread-safe such as ALFWorld's), ``"thread"`` and ``"sync"`` (in the caller's thread). A worker
-that dies or does not answer within ``timeout`` seconds is replaced by a fresh one; its episode
-is reported as failed (``truncated=True``, ``info["worker_error"]``) and it must be reset.
+thread-safe such as ALFWorld's), ``"thread"``, ``"sync"`` (in the caller's thread) and ``"ray"``
+(Ray actors, each holding ``envs_per_worker`` envs, on the cluster ``ray.init`` connects to;
+snapshots travel to and from them pickled, so any actor can continue any env's state). A worker
+that dies or does not answer within ``timeout`` seconds is replaced by a fresh one; its episodes
+are reported as failed (``truncated=True``, ``info["worker_error"]``) and must be reset.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Sequence
@@ -22,7 +26,9 @@ import gymnasium as gym
 
 from prover_gym.core import Snapshot, restore, snapshot
 
-__all__ = ["EnvPool", "WorkerError"]
+__all__ = ["BACKENDS", "EnvPool", "WorkerError"]
+
+BACKENDS = ("process", "thread", "sync", "ray")
 
 
 class WorkerError(RuntimeError):
@@ -111,19 +117,80 @@ class _ProcessWorker:
         self.conn.close()
 
 
+class _RayWorkers:
+    """Ray actors of class ``_RayEnvs`` (made lazily, so ``import prover_gym`` never imports ray)."""
+
+    def __init__(self, env_id: str, kwargs: dict, n: int, per_worker: int, timeout: float, options: dict,
+                 init: dict | None):
+        try:
+            import ray
+        except ImportError:
+            raise ImportError("EnvPool(backend='ray') needs Ray: pip install 'ray>=2.9'") from None
+        self.ray = ray
+        if not ray.is_initialized():
+            # ray_init={"address": "auto"} joins a running cluster; the default starts a local one on
+            # loopback, sized to this machine
+            defaults = {} if (init or {}).get("address") else {"_node_ip_address": "127.0.0.1", "include_dashboard": False}
+            ray.init(**{"log_to_driver": False, "configure_logging": False, **defaults, **(init or {})})
+        # an env actor mostly waits on the learner: it reserves no CPU by default, so a 2-CPU
+        # cluster can hold more actors than cores (Ray would otherwise refuse to place them)
+        actor_cls = ray.remote(_RayEnvs).options(**{"num_cpus": 0, "max_concurrency": 1, **options})
+        self.cls, self.env_id, self.kwargs, self.timeout = actor_cls, env_id, kwargs, timeout
+        self.sizes = [min(per_worker, n - start) for start in range(0, n, per_worker)]
+        self.actors = [self._start(k) for k in range(len(self.sizes))]
+
+    def _start(self, k: int):
+        actor = self.cls.remote(self.env_id, self.kwargs, self.sizes[k])
+        self.ray.get(actor.ready.remote(), timeout=max(self.timeout, 120.0))
+        return actor
+
+    def restart(self, k: int) -> None:
+        self.ray.kill(self.actors[k], no_restart=True)
+        self.actors[k] = self._start(k)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor, no_restart=True)
+
+
+class _RayEnvs:
+    """The body of a Ray actor: ``n`` envs, a batch of commands per call."""
+
+    def __init__(self, env_id: str, kwargs: dict, n: int):
+        self.envs = [_make(env_id, kwargs) for _ in range(n)]
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def run(self, cmd: str, items: list[tuple[int, Any]]) -> list:
+        out = []
+        for local, arg in items:
+            try:
+                out.append(("ok", _call(self.envs[local], cmd, arg)))
+            except BaseException:
+                out.append(("error", traceback.format_exc()))
+        return out
+
+
 class EnvPool:
     """A batch of ``n`` envs made with ``gym.make(env_id, **kwargs)``."""
 
     def __init__(self, env_id: str, n: int, *, backend: str = "process", timeout: float = 300.0,
-                 start_method: str = "spawn", **kwargs):
+                 start_method: str = "spawn", envs_per_worker: int = 1, ray_options: dict | None = None,
+                 ray_init: dict | None = None, **kwargs):
         if n < 1:
             raise ValueError(f"EnvPool needs n >= 1, got {n}")
-        if backend not in ("process", "thread", "sync"):
-            raise ValueError(f"backend={backend!r}; use 'process', 'thread' or 'sync'")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r}; use one of {BACKENDS}")
+        if envs_per_worker < 1:
+            raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
         self.env_id, self.n, self.backend, self.kwargs = env_id, n, backend, kwargs
         self.failures = 0
         self._closed = False
-        if backend == "process":
+        if backend == "ray":
+            self._ray = _RayWorkers(env_id, kwargs, n, envs_per_worker, timeout, ray_options or {}, ray_init)
+            self._per_worker = envs_per_worker
+        elif backend == "process":
             ctx = mp.get_context(start_method)
             self._workers = [_ProcessWorker(ctx, env_id, kwargs, timeout) for _ in range(n)]
         else:
@@ -144,6 +211,8 @@ class EnvPool:
             return [_call(self._envs[i], cmd, a) for i, a in zip(indices, args)]
         if self.backend == "thread":
             return list(self._executor.map(lambda ia: _call(self._envs[ia[0]], cmd, ia[1]), zip(indices, args)))
+        if self.backend == "ray":
+            return self._run_ray(cmd, args, indices)
         broken: dict[int, BaseException] = {}
         for i, a in zip(indices, args):
             try:
@@ -165,6 +234,31 @@ class EnvPool:
                 worker.restart()
                 out.append(self._failed(cmd, reason))
         return out
+
+    def _run_ray(self, cmd: str, args: Sequence[Any], indices: list[int]) -> list:
+        """One remote call per actor involved (its share of the batch), all in flight together."""
+        ray, workers = self._ray.ray, self._ray
+        share: dict[int, list[tuple[int, Any]]] = {}
+        for i, a in zip(indices, args):
+            share.setdefault(i // self._per_worker, []).append((i % self._per_worker, a))
+        refs = {k: workers.actors[k].run.remote(cmd, items) for k, items in share.items()}
+        answers: dict[int, Any] = {}
+        deadline = time.monotonic() + self._ray.timeout  # one bound for the whole batch
+        for k, ref in refs.items():
+            try:
+                results = ray.get(ref, timeout=max(0.01, deadline - time.monotonic()))
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as exc:
+                self.failures += 1
+                reason = "TimeoutError" if isinstance(exc, ray.exceptions.GetTimeoutError) else "RayActorError"
+                workers.restart(k)  # every env of that actor starts afresh: all its episodes are failed
+                results = [("failed", f"{reason}: Ray actor {k} (envs {k * self._per_worker}.."
+                                      f"{k * self._per_worker + workers.sizes[k] - 1})")] * len(share[k])
+            for (local, _), (status, payload) in zip(share[k], results):
+                i = k * self._per_worker + local
+                if status == "error":
+                    raise WorkerError(payload)
+                answers[i] = self._failed(cmd, payload) if status == "failed" else payload
+        return [answers[i] for i in indices]
 
     @staticmethod
     def _failed(cmd: str, reason: str):
@@ -205,7 +299,9 @@ class EnvPool:
         if self._closed:
             return
         self._closed = True
-        if self.backend == "process":
+        if self.backend == "ray":
+            self._ray.close()
+        elif self.backend == "process":
             for w in self._workers:
                 try:
                     w.send("close")

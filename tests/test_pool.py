@@ -70,3 +70,21 @@ def test_webshop_in_a_process_pool_matches_in_process():
         snaps = pool.snapshot()
         ref.restore(snaps)  # snapshots taken in worker processes restore in this one
         assert ref.step(["click[back to search]"] * 2) == pool.step(["click[back to search]"] * 2)
+
+
+def test_a_hung_worker_is_bounded_by_the_timeout_and_replaced(bundled_dir):
+    """SIGSTOP one worker mid-episode: the batch comes back after ``timeout`` (not never), the stopped
+    worker is killed and replaced, its episode is failed, the other env is untouched."""
+    import time
+
+    with EnvPool("prover/SearchQA-v0", 2, backend="process", split="test", timeout=3) as pool:
+        pool.reset(seeds=[0, 1])
+        os.kill(pool._workers[0].proc.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        results = pool.step(["search[University]", "search[University]"])
+        waited = time.monotonic() - t0
+        assert 2.5 < waited < 30
+        assert results[0][3] and "TimeoutError" in results[0][4]["worker_error"]
+        assert "worker_error" not in results[1][4] and pool.failures == 1
+        obs, info = pool.reset(seeds=[4], indices=[0])[0]
+        assert obs.endswith("?")
