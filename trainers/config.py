@@ -50,6 +50,15 @@ class TrainConfig:
     loggers: list = _f([], "extra metric sinks besides metrics.jsonl: tensorboard, wandb (each needs its package)")
     wandb_project: str = _f("prover-gym", "W&B project when loggers has wandb (offline unless WANDB_MODE says otherwise)")
     progress: bool = _f(True, "tqdm progress bar over iterations")
+    pool_backend: str = _f("sync", "EnvPool backend of batched rollouts and continuations: sync | process | thread | ray "
+                                   "(ray: env actors on the cluster ray.init connects to; snapshots shipped pickled)")
+    pool_options: dict = _f({}, "EnvPool options, e.g. {envs_per_worker: 4, timeout: 300, ray_init: {address: auto}}")
+    lora: dict = _f({}, "LoRA adapters instead of full fine-tuning (peft), e.g. {r: 8, alpha: 16, dropout: 0.0, "
+                        "target_modules: [q_proj, v_proj]}; {} = full fine-tuning")
+    rollout_engine: dict = _f({}, "a separate generation engine whose weights are synced after every update, e.g. "
+                                  "{kind: vllm, gpu_memory_utilization: 0.4}; {} = generate with the learner's model")
+    recompute_logprobs: bool | None = _f(None, "recompute the sampled tokens' log-probs with the learner before the update "
+                                               "(None = only when rollout_engine is set: its numerics differ)")
     batched_rollouts: bool = _f(True, "step all episodes of an iteration (and ProVer's continuations) in lock-step "
                                       "through a sync EnvPool, one generation batch per turn; False = one by one")
 
@@ -60,6 +69,15 @@ class TrainConfig:
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2: GRPO needs a group")
+        from prover_gym.pool import BACKENDS
+
+        if self.pool_backend not in BACKENDS:
+            raise ValueError(f"pool_backend={self.pool_backend!r}; use one of {BACKENDS}")
+        if self.rollout_engine and self.rollout_engine.get("kind") not in ("hf", "vllm"):
+            raise ValueError(f"rollout_engine.kind={self.rollout_engine.get('kind')!r}; use 'vllm' (GPU) or 'hf'")
+        bad = sorted(set(self.lora) - {"r", "alpha", "dropout", "target_modules"})
+        if bad:
+            raise ValueError(f"lora keys {bad} unknown; use r, alpha, dropout, target_modules")
         unknown = sorted(set(self.loggers) - {"jsonl", "tensorboard", "wandb"})
         if unknown:
             raise ValueError(f"loggers={unknown}: use any of 'tensorboard', 'wandb' (metrics.jsonl is always written)")

@@ -80,6 +80,8 @@ def token_logprobs(model, batch: dict[str, torch.Tensor], mask: torch.Tensor | N
     the few generated tokens instead of every prompt position.
     """
     ids, attn = batch["input_ids"], batch["attention_mask"]
+    if hasattr(model, "get_base_model"):  # peft: the causal LM its adapters are injected into
+        model = model.get_base_model()
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if mask is None or base is None or head is None:

@@ -56,18 +56,32 @@ class Trainer:
         resuming = resume and (self.ckpt / "state.json").is_file()
         model_path = str(self.ckpt / "model") if resuming else (cfg.model_path or str(tiny_model_dir()))
         _seed_all(cfg.seed)
-        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed)
+        # the learner's model; with LoRA a peft model (a resumed checkpoint holds the adapter only)
+        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed,
+                                 trainable=True)
+        if cfg.lora and not _is_peft(self.backend.model):
+            self.backend.model = _with_lora(self.backend.model, cfg.lora)
         self.model = self.backend.model
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.optimizer = torch.optim.AdamW(self._trainable(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
         from agents.formats import make_format
 
-        self.policy = LLMPolicy(self.backend, make_format(cfg.env_id, **cfg.policy_format))
+        # generation: the learner's own model, or a separate engine (vLLM) fed the weights after each update
+        self.generator = self.backend
+        if cfg.rollout_engine:
+            from agents.backends import make_backend
+
+            export = self.out / "rollout_engine_weights"
+            self.export(export)
+            self.generator = make_backend({"max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
+                                           "seed": cfg.seed, **cfg.rollout_engine, "model_path": str(export)})
+        self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
         self.judge = judges.make({"kind": "random", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge)
         self.rng = random.Random(cfg.seed)
         if resuming:
             self._load()
             self._truncate_metrics()
+            self.sync_generator()
         elif resume:
             print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
         (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
@@ -80,13 +94,35 @@ class Trainer:
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         state = {"iteration": self.iteration, "python_rng": _encode(self.rng.getstate()),
                  "torch_rng": self._torch_state(), "numpy_rng": _encode(np.random.get_state()),
-                 "backend_calls": self.backend._calls}
+                 "backend_calls": self.generator._calls}
         (tmp / "state.json").write_text(json.dumps(state))
         old = self.out / "checkpoint.old"
         if self.ckpt.exists():
             os.rename(self.ckpt, old)
         os.rename(tmp, self.ckpt)  # the switch is one rename; a kill before it leaves the previous one
         shutil.rmtree(old, ignore_errors=True)
+
+    def _trainable(self) -> list:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def plain_model(self):
+        """The policy as an ordinary transformers model (LoRA merged into a copy; else the model itself)."""
+        if _is_peft(self.model):
+            import copy
+
+            return copy.deepcopy(self.model).merge_and_unload()
+        return self.model
+
+    def export(self, out: Path) -> Path:
+        """The current policy as a plain HF model directory (what vLLM or any HF loader reads)."""
+        self.plain_model().save_pretrained(str(out))
+        self.backend.tokenizer.save_pretrained(str(out))
+        return out
+
+    def sync_generator(self) -> None:
+        """After an update: the separate generation engine gets the learner's weights (in memory)."""
+        if self.generator is not self.backend:
+            self.generator.load_weights(self.plain_model().state_dict().items())
 
     @staticmethod
     def _torch_state() -> list[int]:
@@ -99,7 +135,7 @@ class Trainer:
         self.rng.setstate(_decode(state["python_rng"]))
         torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
         np.random.set_state(_decode(state["numpy_rng"]))
-        self.backend._calls = state["backend_calls"]
+        self.generator._calls = state["backend_calls"]
 
     def _truncate_metrics(self) -> None:
         """Rows written after the last checkpoint (a run killed mid-interval) are dropped, atomically."""
@@ -132,7 +168,7 @@ class Trainer:
                 prompt = self.backend.prompt_ids(messages, prefix)
                 target = tok(turn.text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
                 examples.append((prompt, target))
-        opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.sft_lr)
+        opt = torch.optim.AdamW(self._trainable(), lr=cfg.sft_lr)
         losses = []
         self.model.train()
         for _ in range(cfg.sft_steps):
@@ -155,6 +191,7 @@ class Trainer:
             opt.step()
             losses.append(float(loss.detach()))
         self.model.eval()
+        self.sync_generator()
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
             fh.write(json.dumps({"examples": len(examples), "first_loss": losses[0] if losses else None,
                                  "last_loss": losses[-1] if losses else None}) + "\n")
@@ -182,7 +219,7 @@ class Trainer:
 
             cfg = self.cfg
             n = max(cfg.tasks_per_iteration * cfg.group_size, 2 * cfg.continuations)
-            self._pool = EnvPool(cfg.env_id, n, backend="sync", **cfg.env_kwargs)
+            self._pool = EnvPool(cfg.env_id, n, backend=cfg.pool_backend, **cfg.pool_options, **cfg.env_kwargs)
         return self._pool
 
     def advantages(self, groups):
@@ -230,11 +267,17 @@ class Trainer:
 
                 self._reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
             else:
-                self._reference = copy.deepcopy(self.model).eval()
+                plain = self.plain_model()  # LoRA: adapter merged into a copy
+                self._reference = (copy.deepcopy(plain) if plain is self.model else plain).eval()
                 self._reference.save_pretrained(str(ref_dir))  # so a resumed run uses the same reference
             for p in self._reference.parameters():
                 p.requires_grad_(False)
         return self._reference
+
+    @property
+    def recompute_logprobs(self) -> bool:
+        flag = self.cfg.recompute_logprobs
+        return bool(self.cfg.rollout_engine) if flag is None else flag
 
     def learn(self, trajectories, per_turn) -> dict:
         from trainers.loss import policy_loss
@@ -250,6 +293,11 @@ class Trainer:
         for start in range(0, len(samples), self.cfg.minibatch_size):
             part = samples[start:start + self.cfg.minibatch_size]
             batch = collate(part, self.backend.tokenizer.pad_token_id)
+            if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before this update
+                with torch.no_grad():
+                    self.model.eval()
+                    batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
+                    self.model.train()
             lp = token_logprobs(self.model, batch, batch["policy_mask"])
             ref = self.reference()
             ref_lp = None
@@ -265,9 +313,10 @@ class Trainer:
             logs["clip_ratio"] += m["clip_ratio"] * weight
             logs["approx_kl_old"] += m["approx_kl_old"] * weight
             logs["kl"] += m.get("kl", 0.0) * weight
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(self._trainable(), 1.0)
         self.optimizer.step()
         self.model.eval()
+        self.sync_generator()
         logs["samples"] = len(samples)
         return logs
 
@@ -292,6 +341,7 @@ class Trainer:
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
         row.update({f"judge/{k}": v for k, v in (getattr(self.judge, "stats", None) or {}).items()})
+        row["policy/failures"] = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         for sink in self.sinks():
@@ -321,6 +371,11 @@ class Trainer:
         for sink in self.sinks():
             sink.close()
         return rows
+
+    def close(self) -> None:
+        if getattr(self, "_pool", None) is not None:
+            self._pool.close()
+            self._pool = None
 
 
 class _TensorBoardSink:
@@ -370,6 +425,21 @@ def render_action(fmt, action: str) -> str:
         verb, arg = action.split("[", 1)
         return f"<think>I should {verb} now.</think><{verb}> {arg[:-1]} </{verb}>"
     return f"<think>The next step is {action}.</think><action>{action}</action>"
+
+
+def _is_peft(model) -> bool:
+    return hasattr(model, "peft_config")
+
+
+def _with_lora(model, spec: dict):
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        raise ImportError("lora: ... needs peft: pip install peft") from None
+    config = LoraConfig(task_type="CAUSAL_LM", r=spec.get("r", 8), lora_alpha=spec.get("alpha", 16),
+                        lora_dropout=spec.get("dropout", 0.0),
+                        target_modules=spec.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"]))
+    return get_peft_model(model, config)
 
 
 def _seed_all(seed: int) -> None:

@@ -11,7 +11,8 @@ from agents.backends.base import BackendError, Completion, LocalChatBackend
 
 class HFBackend(LocalChatBackend):
     def __init__(self, model_path: str, *, device: str = "cpu", dtype: str = "float32", max_tokens: int = 256,
-                 temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 16):
+                 temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 16,
+                 trainable: bool = False):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -23,7 +24,21 @@ class HFBackend(LocalChatBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
+        adapter = path / "adapter_config.json"
+        if adapter.is_file():  # a LoRA checkpoint (peft): its base model, then the adapter on top
+            import json
+
+            try:
+                from peft import PeftModel
+            except ImportError:
+                raise BackendError(f"{path} holds a LoRA adapter; loading it needs peft: pip install peft") from None
+            base_path = json.loads(adapter.read_text()).get("base_model_name_or_path") or ""
+            if not Path(base_path).is_dir():
+                raise BackendError(f"{adapter}: its base model {base_path!r} is not a local directory")
+            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=getattr(torch, dtype))
+            self.model = PeftModel.from_pretrained(base, str(path), is_trainable=trainable).to(device).eval()
+        else:
+            self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.generator_seed, self.batch_size = seed, batch_size
@@ -31,6 +46,13 @@ class HFBackend(LocalChatBackend):
 
     def __repr__(self) -> str:
         return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
+
+    def load_weights(self, named_tensors) -> None:
+        """Replace the weights (a separate generation copy kept in step with a learner)."""
+        state = {k: v.detach() for k, v in named_tensors}
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if unexpected or [k for k in missing if k != "lm_head.weight"]:  # tied heads may be left out
+            raise BackendError(f"load_weights: missing {missing[:5]}, unexpected {unexpected[:5]}")
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
         torch = self.torch
