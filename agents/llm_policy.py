@@ -2,22 +2,34 @@
 
 Each step renders the format's prompt from the trajectory so far, asks the backend, parses the
 reply into a canonical action (``INVALID_ACTION`` when unparseable) and returns the raw text plus,
-for local backends, the generated token ids and log-probs (all of them policy tokens)."""
+for local backends, the generated token ids and log-probs (all of them policy tokens).
+
+A backend that fails (server down, 429/5xx after its retries, malformed replies) costs the turns it
+was asked for, not the run: each failed request becomes an invalid action (the env leaves its state
+unchanged), counted in ``stats["failures"]``. Only when every request of
+``max_consecutive_failures`` calls in a row fails does the policy give up with
+``BackendUnavailable`` (a dead server must not be scored as a 0% agent)."""
 
 from __future__ import annotations
 
+from agents.backends.base import BackendError, BackendUnavailable
 from agents.baselines import PolicyOutput
-from agents.formats import SearchR1Format, make_format
+from agents.formats import INVALID_ACTION, SearchR1Format, make_format
 from agents.trajectory import Turn
 
 
 class LLMPolicy:
-    def __init__(self, backend, fmt=None, *, env_id: str | None = None, **generation):
+    def __init__(self, backend, fmt=None, *, env_id: str | None = None, max_consecutive_failures: int = 5,
+                 **generation):
         if fmt is None:
             if env_id is None:
                 raise ValueError("LLMPolicy needs a format or the env_id whose default format to use")
             fmt = make_format(env_id)
         self.backend, self.format, self.generation = backend, fmt, generation
+        self.max_consecutive_failures = max_consecutive_failures
+        self.stats = {"requests": 0, "failures": 0}
+        self.last_error: str | None = None
+        self._failing_calls = 0
 
     def _request(self, observation: str, info: dict, history: list[Turn]) -> tuple[list[dict], str]:
         if isinstance(self.format, SearchR1Format):
@@ -33,9 +45,26 @@ class LLMPolicy:
         kwargs = dict(self.generation)
         if any(prefixes):
             kwargs["prefixes"] = prefixes
-        completions = self.backend.chat(messages, **kwargs)
+        if getattr(self.backend, "supports_partial", False):
+            kwargs["errors"] = "return"  # one failed request costs one turn, not the batch
+        self.stats["requests"] += len(messages)
+        try:
+            completions = self.backend.chat(messages, **kwargs)
+        except BackendError as exc:
+            completions = [exc] * len(messages)
+        failed = [c for c in completions if isinstance(c, BaseException)]
+        if failed:
+            self.stats["failures"] += len(failed)
+            self.last_error = str(failed[0])
+        self._failing_calls = self._failing_calls + 1 if len(failed) == len(completions) else 0
+        if self._failing_calls >= self.max_consecutive_failures:
+            raise BackendUnavailable(f"policy backend failed on every request of {self._failing_calls} calls in a row "
+                                     f"(last: {self.last_error})")
         outs = []
         for c in completions:
+            if isinstance(c, BaseException):
+                outs.append(PolicyOutput("", INVALID_ACTION, False))
+                continue
             parsed = self.format.parse(c.text)
             n = len(c.token_ids) if c.token_ids is not None else 0
             outs.append(PolicyOutput(parsed.text or c.text, parsed.action, parsed.valid, c.token_ids, c.logprobs,

@@ -37,6 +37,12 @@ PRESET_KEYS = {"name", "model", "backend", "seeds", "methods", "ablations", "jud
                "train", "envs"}
 
 
+def _backend_unavailable():
+    from agents.backends.base import BackendUnavailable
+
+    return BackendUnavailable
+
+
 class PresetError(ValueError):
     """A preset file is missing, malformed or refers to something unset."""
 
@@ -160,6 +166,12 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
         start += len(chunk)
         bar.update(len(chunk))
     bar.close()
+    stats = getattr(policy, "stats", None) or {}
+    if stats.get("requests") and stats.get("failures") == stats["requests"]:
+        from agents.backends.base import BackendUnavailable
+
+        raise BackendUnavailable(f"the policy backend failed all {stats['requests']} requests of {desc} "
+                                 f"(last: {policy.last_error})")
     groups: dict[str, list[float]] = {}
     for t in trajs:
         key = (t.turns[0].info or {}).get(group_by) if (group_by and t.turns) else None
@@ -174,6 +186,8 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
         "tokens": sum(len(turn.token_ids or []) for t in trajs for turn in t.turns),
         "invalid_actions": sum(not turn.valid for t in trajs for turn in t.turns),
         "eval_seconds": round(time.time() - t0, 2),
+        # requests the policy's backend failed (after its retries); each cost one turn (an invalid action)
+        "policy_failures": (getattr(policy, "stats", None) or {}).get("failures", 0),
     }
 
 
@@ -368,9 +382,14 @@ def run(args) -> Path:
                         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
                     res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
                                    group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
+                    failures = res.pop("policy_failures")
+                    if failures:
+                        print(f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
+                              f"(each an invalid action); last error: {policy.last_error}", file=sys.stderr)
                     row = {"key": key, "preset": name, "env": env_name, "env_id": env_cfg["env_id"], "method": method,
                            "split": split, "seed": seed, "config_hash": key_hash, "commit_id": commit, **res,
-                           "train_seconds": trained["train_seconds"], "extra": trained["extra"]}
+                           "train_seconds": trained["train_seconds"],
+                           "extra": {**trained["extra"], **({"policy_failures": failures} if failures else {})}}
                     db.put(row, trained["curve"])
                     done += 1
                     print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} {method:18s} seed {seed}: success "
@@ -418,6 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     except PresetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except _backend_unavailable() as exc:  # no row is written for it; finished rows stay, a re-run continues
+        print(f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",
+              file=sys.stderr)
+        return 3
     return 0
 
 

@@ -22,7 +22,7 @@ from agents.backends.base import BackendError, BackendUnavailable, Completion
 class OpenAIBackend:
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", *, api_key_env: str = "OPENAI_API_KEY",
                  timeout: float = 60.0, max_retries: int = 3, backoff: float = 1.0, temperature: float = 1.0,
-                 max_tokens: int = 512, concurrency: int = 8):
+                 max_tokens: int = 512, concurrency: int = 8, continue_final_message: bool = True):
         import openai
 
         self.model, self.base_url = model, base_url
@@ -39,15 +39,36 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(max(1, concurrency))
         self._lock = threading.Lock()
         self.stats = {"requests": 0, "retries": 0, "failures": 0}
+        self.continue_final_message = continue_final_message
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
 
-    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]:
+    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, errors: str = "raise",
+             **generation) -> list[Completion]:
+        """``prefixes``: assistant text to continue (a Search-R1 transcript), sent as a final assistant
+        message with vLLM/SGLang's ``continue_final_message`` (a server without it answers a new turn).
+        ``errors="return"``: a request that fails after the retries yields its ``BackendError`` in
+        its slot instead of raising (the others' completions are kept)."""
         params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
-        return list(self._pool.map(lambda c: self._one(c, params), conversations))
+        continued = {**params, "extra_body": {**params.get("extra_body", {}), "continue_final_message": True,
+                                              "add_generation_prompt": False}} if self.continue_final_message else params
+
+        def one(item):
+            conversation, prefix = item
+            try:
+                if prefix:
+                    return self._one(conversation + [{"role": "assistant", "content": prefix}], continued)
+                return self._one(conversation, params)
+            except BackendError as exc:
+                if errors == "raise":
+                    raise
+                return exc
+
+        return list(self._pool.map(one, zip(conversations, prefixes or [""] * len(conversations))))
 
     supports_tools = True
+    supports_partial = True
 
     def _count(self, key: str) -> None:
         with self._lock:
@@ -62,11 +83,6 @@ class OpenAIBackend:
             self._count("requests")
             try:
                 resp = self._client.chat.completions.create(model=self.model, messages=messages, **params)
-                choice = resp.choices[0]
-                usage = getattr(resp, "usage", None)
-                return Completion(choice.message.content or "", choice.finish_reason,
-                                  getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
-                                  [c.model_dump() for c in (choice.message.tool_calls or [])] or None)
             except oa.APIStatusError as exc:
                 if exc.status_code < 500 and exc.status_code != 429:
                     self._count("failures")
@@ -74,8 +90,16 @@ class OpenAIBackend:
                 last = f"HTTP {exc.status_code}"
             except retryable as exc:
                 last = type(exc).__name__
-            except (AttributeError, IndexError, TypeError):
-                last = "malformed response"
+            else:  # a 200 whose body is not a chat completion (only the parse is guarded: a TypeError from
+                # our own call arguments must surface, not pass for a server fault)
+                try:
+                    choice = resp.choices[0]
+                    usage = getattr(resp, "usage", None)
+                    return Completion(choice.message.content or "", choice.finish_reason,
+                                      getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
+                                      [c.model_dump() for c in (choice.message.tool_calls or [])] or None)
+                except (AttributeError, IndexError, TypeError):
+                    last = "malformed response"
             if attempt + 1 < self.max_retries:
                 self._count("retries")
                 time.sleep(self.backoff * (attempt + 1))
