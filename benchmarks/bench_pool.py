@@ -5,7 +5,10 @@ this machine, against the same envs stepped one after another in this process (t
 alternative, and what the pool costs nothing over), and the pool's added latency per batched step
 (a step of a trivial action on 1 env, through the pool vs direct).
 
-    python benchmarks/bench_pool.py [--sizes 1 2 4 8] [--steps 200] [--json out.json]
+    python benchmarks/bench_pool.py [--sizes 1 2 4 8] [--steps 200] [--ray] [--json out.json]
+
+``--ray`` adds the same figures for ``backend="ray"`` (a local 2-CPU cluster on loopback, the envs
+spread over 2 actors) and Ray's per-call latency.
 """
 
 from __future__ import annotations
@@ -42,9 +45,14 @@ def _action(info: dict, rng: random.Random, env_id: str) -> str:
     return "search[" + " ".join(rng.sample(info.get("task", "a b c").split(), 2)) + "]" if rng.random() < 0.8 else "answer[x]"
 
 
-def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0) -> float:
+def _pool(env_id: str, n: int, backend: str, kwargs: dict) -> EnvPool:
+    extra = {"envs_per_worker": max(1, (n + 1) // 2)} if backend == "ray" else {}
+    return EnvPool(env_id, n, backend=backend, **extra, **kwargs)
+
+
+def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0, backend: str = "process") -> float:
     rng = random.Random(seed)
-    with EnvPool(env_id, n, backend="process", **kwargs) as pool:
+    with _pool(env_id, n, backend, kwargs) as pool:
         out = pool.reset(seeds=list(range(n)))
         infos = [i for _, i in out]
         done, t = -WARMUP * n, None
@@ -75,14 +83,14 @@ def direct_rate(env_id: str, kwargs: dict, steps: int, seed: int = 0) -> float:
     return rate
 
 
-def overhead_us(env_id: str, kwargs: dict, n: int = 200) -> dict:
+def overhead_us(env_id: str, kwargs: dict, n: int = 200, backend: str = "process") -> dict:
     env = gym.make(env_id, **kwargs)
     env.reset(seed=0)
     t = time.perf_counter()
     for _ in range(n):
         env.unwrapped.task()
     direct = (time.perf_counter() - t) / n
-    with EnvPool(env_id, 1, backend="process", **kwargs) as pool:
+    with _pool(env_id, 1, backend, kwargs) as pool:
         pool.reset(seeds=[0])
         t = time.perf_counter()
         for _ in range(n):
@@ -98,8 +106,14 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--envs", nargs="+", default=list(ENVS))
+    ap.add_argument("--ray", action="store_true", help="also measure backend='ray' (needs ray)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.ray:
+        import ray
+
+        ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
     results = {}
     for env_id in args.envs:
         kwargs = ENVS[env_id]
@@ -109,6 +123,10 @@ def main() -> None:
         best = max(row[f"pool{n}_steps_per_s"] for n in args.sizes)
         row["best_pool_over_direct"] = round(best / row["direct_steps_per_s"], 2)
         row.update(overhead_us(env_id, kwargs))
+        if args.ray:
+            for n in args.sizes:
+                row[f"ray{n}_steps_per_s"] = round(pool_rate(env_id, kwargs, n, args.steps, backend="ray"), 1)
+            row["ray_call_us"] = overhead_us(env_id, kwargs, backend="ray")["pool_call_us"]
         results[env_id] = row
         print(json.dumps({env_id: row}), flush=True)
     if args.json:

@@ -33,15 +33,17 @@ QUICK = {
     "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
     "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
     "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
-                        "sft_steps=40", "tasks_per_iteration=2"],
+                        "--sft-steps", "40", "--sft-episodes", "8", "--eval-tasks", "8", "tasks_per_iteration=2"],
 }
 FULL = {
     "searchqa": ["bench_searchqa.py"],
     "webshop": ["bench_webshop.py"],
     "alfworld": ["bench_alfworld.py"],
-    "pool": ["bench_pool.py", "--steps", "400"],
+    "pool": ["bench_pool.py", "--steps", "400", "--ray"],
     "judges": ["bench_judges.py"],
-    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "prover_random", "--seeds", "0", "1", "2"],
+    # the CPU experiment of issue 6 (about 40 min); finished runs in runs/exp_cpu are reused
+    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "prover_random", "--seeds", "0", "1", "2",
+                        "--out", "runs/exp_cpu"],
 }
 
 
@@ -56,14 +58,15 @@ def commit() -> str:
 def run_one(name: str, argv: list[str], tmp: Path) -> dict:
     out_json = tmp / f"{name}.json"
     cmd = [sys.executable, str(HERE / argv[0]), *argv[1:]]
+    exp_dir = Path(argv[argv.index("--out") + 1]) if "--out" in argv else tmp / "exp"
     if name == "prover_overhead":
-        cmd += ["--out", str(tmp / "exp")]
+        cmd += [] if "--out" in argv else ["--out", str(exp_dir)]
     else:
         cmd += ["--json", str(out_json)]
     t = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     row = {"command": " ".join(argv), "seconds": round(time.time() - t, 1), "returncode": proc.returncode}
-    source = tmp / "exp" / "summary.json" if name == "prover_overhead" else out_json
+    source = ROOT / exp_dir / "summary.json" if name == "prover_overhead" else out_json
     if source.is_file():
         row["figures"] = json.loads(source.read_text())
     else:
