@@ -124,3 +124,11 @@ def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secre
     for f in out.rglob("*"):
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs/train").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_train_config_loads_and_matches_its_name(path):
+    cfg = load_config(path)
+    env, _model, method = path.stem.split("_", 2)
+    assert cfg.method == method and env in cfg.env_id.lower().replace("-", "")
+    assert Path(cfg.out_dir).name == Path(cfg.out_dir).name.strip() and cfg.out_dir.startswith("runs/")
