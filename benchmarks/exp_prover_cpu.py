@@ -6,7 +6,8 @@ extra-generation overhead.
 
 One SFT warm start (``--sft-steps`` on expert trajectories) is trained once and saved to
 ``<out>/sft``; every method x seed starts RL from that same checkpoint with the same budget, and is
-then evaluated greedily on ``--eval-tasks`` held-out test questions. Writes ``summary.json`` (per
+then evaluated greedily on the first ``--eval-tasks`` test questions and (the RL task
+distribution) train questions. Writes ``summary.json`` (per
 method: final eval success mean/std, training success curves, overhead ratios, seconds); a re-run
 reuses finished runs (each resumes from its checkpoint).
 """
@@ -44,12 +45,12 @@ def sft_checkpoint(out: Path, steps: int, episodes: int, overrides: list[str]) -
     return model
 
 
-def evaluate(trainer: Trainer, n: int) -> float:
-    """Greedy success on the first ``n`` test questions of the easy split."""
+def evaluate(trainer: Trainer, n: int, split: str) -> float:
+    """Greedy success on the first ``n`` questions of the easy split's ``split``."""
     from agents.rollout import rollout_batch
     from prover_gym import EnvPool
 
-    kwargs = {**trainer.cfg.env_kwargs, "split": "test"}
+    kwargs = {**trainer.cfg.env_kwargs, "split": split}
     with EnvPool(trainer.cfg.env_id, n, backend="sync", **kwargs) as pool:
         ids = pool.call("task_ids", indices=[0])[0][:n]
         trainer.generator.defaults["temperature"] = 0.0
@@ -75,6 +76,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     sft = sft_checkpoint(out, args.sft_steps, args.sft_episodes, [])
     summary: dict = {"sft_steps": args.sft_steps, "iterations": args.iterations, "overrides": args.overrides}
+    base = out / "sft-eval.json"  # the SFT checkpoint itself, greedy, on the same questions
+    if not base.is_file():
+        t = Trainer(load_config(None, EASY + [f"model_path={sft}", f"out_dir={out / 'sft-eval'}", "progress=false"]))
+        atomic_write(base, json.dumps({"test": evaluate(t, args.eval_tasks, "test"),
+                                       "train": evaluate(t, args.eval_tasks, "train")}))
+    summary["sft"] = json.loads(base.read_text())
+    print("sft", json.dumps(summary["sft"]), flush=True)
     for method in args.methods:
         runs = []
         for seed in args.seeds:
@@ -90,7 +98,8 @@ def main() -> None:
             trainer = Trainer(cfg, resume=True)
             trainer.run()
             rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-            result = {"seed": seed, "curve": [r["success"] for r in rows], "eval_success": evaluate(trainer, args.eval_tasks),
+            result = {"seed": seed, "curve": [r["success"] for r in rows], "eval_success": evaluate(trainer, args.eval_tasks, "test"),
+                      "train_eval_success": evaluate(trainer, args.eval_tasks, "train"),
                       "verified": sum(r["prover/verified_segments"] for r in rows),
                       "mean_a_seg": [r["prover/mean_segment_advantage"] for r in rows if r["prover/verified_segments"]],
                       "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
@@ -100,8 +109,11 @@ def main() -> None:
             runs.append(result)
             print(method, seed, json.dumps({k: v for k, v in result.items() if k != "mean_a_seg"}), flush=True)
         evals = [r["eval_success"] for r in runs]
+        train_evals = [r["train_eval_success"] for r in runs]
         summary[method] = {"seeds": args.seeds, "eval_success_mean": statistics.mean(evals),
                            "eval_success_std": statistics.pstdev(evals), "eval_success": evals,
+                           "train_eval_success_mean": statistics.mean(train_evals),
+                           "train_eval_success_std": statistics.pstdev(train_evals), "train_eval_success": train_evals,
                            "train_success_first3": statistics.mean(statistics.mean(r["curve"][:3]) for r in runs),
                            "train_success_last3": statistics.mean(statistics.mean(r["curve"][-3:]) for r in runs),
                            "verified_segments": sum(r["verified"] for r in runs),
