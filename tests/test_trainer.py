@@ -126,6 +126,13 @@ def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secre
             assert secret.encode() not in f.read_bytes(), f
 
 
+def test_numbers_written_without_a_dot_are_numbers():
+    cfg = load_config(None, ["lr=2e-4", "sft_lr=1e-3", "beta=1"])
+    assert (cfg.lr, cfg.sft_lr, cfg.beta) == (2e-4, 1e-3, 1.0) and isinstance(cfg.beta, float)
+    with pytest.raises(ValueError, match="lr='fast': expected a number"):
+        load_config(None, ["lr=fast"])
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "configs/train").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_train_config_loads_and_matches_its_name(path):
     cfg = load_config(path)

@@ -106,8 +106,26 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raise ValueError(f"override {item!r} must look like key=value (dotted keys for nested fields)")
         key, raw = item.split("=", 1)
         _set(data, key.strip(), yaml.safe_load(raw))
-    known = {f.name for f in fields(TrainConfig)}
-    unknown = sorted(set(data) - known)
+    known = {f.name: f for f in fields(TrainConfig)}
+    unknown = sorted(set(data) - set(known))
     if unknown:
         raise ValueError(f"unknown config keys {unknown}; valid keys: {sorted(known)}")
+    for key, value in data.items():
+        data[key] = _coerce(key, known[key].type, value)
     return TrainConfig(**data)
+
+
+def _coerce(key: str, kind: str, value):
+    """YAML 1.1 reads ``2e-4`` (no dot) as a string: numbers given that way are converted, anything
+    else of the wrong type is refused with the key's name."""
+    if kind == "float" and isinstance(value, (str, int)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{key}={value!r}: expected a number") from None
+    if kind == "int" and isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"{key}={value!r}: expected an integer") from None
+    return value
