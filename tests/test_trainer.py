@@ -139,3 +139,15 @@ def test_every_train_config_loads_and_matches_its_name(path):
     env, _model, method = path.stem.split("_", 2)
     assert cfg.method == method and env in cfg.env_id.lower().replace("-", "")
     assert Path(cfg.out_dir).name == Path(cfg.out_dir).name.strip() and cfg.out_dir.startswith("runs/")
+
+
+def test_several_updates_per_iteration_move_the_ratio(tmp_path, bundled_dir):
+    """ppo_epochs x updates_per_epoch optimizer steps per batch: after the first, the policy differs
+    from the sampler, so the clipped ratio (approx_kl_old) is no longer trivially 0."""
+    out = tmp_path / "mu"
+    trainer = Trainer(load_config(None, SMALL + ["iterations=1", "ppo_epochs=2", "updates_per_epoch=2", "lr=1e-2",
+                                                 "tasks_per_iteration=4", "minibatch_size=2", f"out_dir={out}"]))
+    row = trainer.run()[0]
+    assert row["updates"] == 4 and row["approx_kl_old"] > 0
+    one = Trainer(load_config(None, SMALL + ["iterations=1", f"out_dir={tmp_path / 'one'}"])).run()[0]
+    assert one["updates"] == 1 and abs(one["approx_kl_old"]) < 1e-6

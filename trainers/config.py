@@ -32,6 +32,8 @@ class TrainConfig:
     kl_coef: float = _f(0.0, "KL-to-reference coefficient (0 = no reference model)")
     std_normalize: bool = _f(True, "divide group advantages by their std (GRPO); False = Dr. GRPO")
     agg: str = _f("token-mean", "loss aggregation: token-mean | seq-mean")
+    ppo_epochs: int = _f(1, "passes over each iteration's batch (GRPO's mu); >1 makes the clipped ratio matter")
+    updates_per_epoch: int = _f(1, "optimizer steps per pass (the batch cut into that many mini-batches)")
     minibatch_size: int = _f(16, "turn samples per gradient-accumulation micro-batch")
     max_tokens: int = _f(48, "generated tokens per turn")
     temperature: float = _f(1.0, "sampling temperature for rollouts and continuations")
@@ -67,6 +69,8 @@ class TrainConfig:
             raise ValueError(f"method={self.method!r}; use one of {METHODS}")
         if self.sign not in ("positive", "both"):
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
+        if self.ppo_epochs < 1 or self.updates_per_epoch < 1:
+            raise ValueError("ppo_epochs and updates_per_epoch must be >= 1")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2: GRPO needs a group")
         from prover_gym.pool import BACKENDS

@@ -285,39 +285,50 @@ class Trainer:
 
         samples = [s for s in turn_samples(trajectories, per_turn, self.backend.tokenizer) if any(s.policy_mask)]
         if not samples:
-            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "samples": 0}
-        self.model.train()
-        self.optimizer.zero_grad()
-        total_tokens = sum(sum(s.policy_mask) for s in samples)
-        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
-        for start in range(0, len(samples), self.cfg.minibatch_size):
-            part = samples[start:start + self.cfg.minibatch_size]
-            batch = collate(part, self.backend.tokenizer.pad_token_id)
-            if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before this update
-                with torch.no_grad():
-                    self.model.eval()
+            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "samples": 0, "updates": 0}
+        cfg, pad = self.cfg, self.backend.tokenizer.pad_token_id
+        micro = [samples[i:i + cfg.minibatch_size] for i in range(0, len(samples), cfg.minibatch_size)]
+        batches = [collate(part, pad) for part in micro]
+        if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
+            with torch.no_grad():
+                for batch in batches:
                     batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
-                    self.model.train()
-            lp = token_logprobs(self.model, batch, batch["policy_mask"])
-            ref = self.reference()
-            ref_lp = None
-            if ref is not None:
-                with torch.no_grad():
-                    ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
-            loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
-                                  clip_eps=self.cfg.clip_eps, agg=self.cfg.agg, ref_logprobs=ref_lp,
-                                  kl_coef=self.cfg.kl_coef)
-            weight = sum(sum(s.policy_mask) for s in part) / total_tokens  # token-mean over the whole batch
-            (loss * weight).backward()
-            logs["loss"] += float(loss.detach()) * weight
-            logs["clip_ratio"] += m["clip_ratio"] * weight
-            logs["approx_kl_old"] += m["approx_kl_old"] * weight
-            logs["kl"] += m.get("kl", 0.0) * weight
-        torch.nn.utils.clip_grad_norm_(self._trainable(), 1.0)
-        self.optimizer.step()
+        tokens = [int(b["policy_mask"].sum()) for b in batches]
+        # ppo_epochs passes over the batch, each cut into updates_per_epoch optimizer steps (GRPO's mu
+        # inner iterations); 1 x 1 = one step on the whole batch, the ratio then stays 1 (on-policy)
+        n_steps = max(1, min(cfg.updates_per_epoch, len(batches)))
+        groups = [list(range(len(batches)))[k::n_steps] for k in range(n_steps)]
+        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
+        ref = self.reference()
+        self.model.train()
+        updates = 0
+        for _ in range(cfg.ppo_epochs):
+            for group in groups:
+                self.optimizer.zero_grad()
+                total = sum(tokens[i] for i in group)
+                for i in group:
+                    batch = batches[i]
+                    lp = token_logprobs(self.model, batch, batch["policy_mask"])
+                    ref_lp = None
+                    if ref is not None:
+                        with torch.no_grad():
+                            ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
+                    loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
+                                          clip_eps=cfg.clip_eps, agg=cfg.agg, ref_logprobs=ref_lp, kl_coef=cfg.kl_coef)
+                    weight = tokens[i] / total  # token-mean over the update's mini-batch
+                    (loss * weight).backward()
+                    share = weight / (n_steps * cfg.ppo_epochs)  # logs: the mean over all updates
+                    logs["loss"] += float(loss.detach()) * share
+                    logs["clip_ratio"] += m["clip_ratio"] * share
+                    logs["approx_kl_old"] += m["approx_kl_old"] * share
+                    logs["kl"] += m.get("kl", 0.0) * share
+                torch.nn.utils.clip_grad_norm_(self._trainable(), 1.0)
+                self.optimizer.step()
+                updates += 1
         self.model.eval()
         self.sync_generator()
         logs["samples"] = len(samples)
+        logs["updates"] = updates
         return logs
 
     def step(self) -> dict:
