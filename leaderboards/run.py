@@ -37,12 +37,6 @@ PRESET_KEYS = {"name", "model", "backend", "seeds", "methods", "ablations", "jud
                "train", "envs"}
 
 
-def _backend_unavailable():
-    from agents.backends.base import BackendUnavailable
-
-    return BackendUnavailable
-
-
 class PresetError(ValueError):
     """A preset file is missing, malformed or refers to something unset."""
 
@@ -187,7 +181,7 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
         "invalid_actions": sum(not turn.valid for t in trajs for turn in t.turns),
         "eval_seconds": round(time.time() - t0, 2),
         # requests the policy's backend failed (after its retries); each cost one turn (an invalid action)
-        "policy_failures": (getattr(policy, "stats", None) or {}).get("failures", 0),
+        "policy_failures": stats.get("failures", 0),
     }
 
 
@@ -228,8 +222,6 @@ def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: 
 def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_path: str | None,
           judge: dict) -> dict:
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
-    from tqdm import tqdm
-
     from prover_gym.cache import atomic_write
     from trainers.train import Trainer
 
@@ -254,14 +246,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
             trainer.sft()
             trainer.save()
         else:
-            bar = tqdm(total=cfg.iterations, initial=trainer.iteration, desc=f"{env_name} {method} s{seed}",
-                       leave=False, disable=None)
-            while trainer.iteration < cfg.iterations:
-                trainer.step()
-                if trainer.iteration % cfg.checkpoint_every == 0 or trainer.iteration == cfg.iterations:
-                    trainer.save()
-                bar.update(1)
-            bar.close()
+            trainer.run(desc=f"{env_name} {method} s{seed}")
         seconds += time.time() - t0
         atomic_write(meta_path, json.dumps({"hash": digest, "finished": True, "seconds": round(seconds, 2)}))
     curve = []
@@ -432,12 +417,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
     ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
     args = ap.parse_args(argv)
+    from agents.backends.base import BackendUnavailable
+
     try:
         run(args)
     except PresetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except _backend_unavailable() as exc:  # no row is written for it; finished rows stay, a re-run continues
+    except BackendUnavailable as exc:  # no row is written for it; finished rows stay, a re-run continues
         print(f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",
               file=sys.stderr)
         return 3

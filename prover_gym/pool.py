@@ -136,6 +136,7 @@ class _RayWorkers:
         # cluster can hold more actors than cores (Ray would otherwise refuse to place them)
         actor_cls = ray.remote(_RayEnvs).options(**{"num_cpus": 0, "max_concurrency": 1, **options})
         self.cls, self.env_id, self.kwargs, self.timeout = actor_cls, env_id, kwargs, timeout
+        self.per_worker = per_worker  # env i lives in actor i // per_worker, slot i % per_worker
         self.sizes = [min(per_worker, n - start) for start in range(0, n, per_worker)]
         self.actors = [self._start(k) for k in range(len(self.sizes))]
 
@@ -189,7 +190,6 @@ class EnvPool:
         self._closed = False
         if backend == "ray":
             self._ray = _RayWorkers(env_id, kwargs, n, envs_per_worker, timeout, ray_options or {}, ray_init)
-            self._per_worker = envs_per_worker
         elif backend == "process":
             ctx = mp.get_context(start_method)
             self._workers = [_ProcessWorker(ctx, env_id, kwargs, timeout) for _ in range(n)]
@@ -238,9 +238,10 @@ class EnvPool:
     def _run_ray(self, cmd: str, args: Sequence[Any], indices: list[int]) -> list:
         """One remote call per actor involved (its share of the batch), all in flight together."""
         ray, workers = self._ray.ray, self._ray
+        per = workers.per_worker
         share: dict[int, list[tuple[int, Any]]] = {}
         for i, a in zip(indices, args):
-            share.setdefault(i // self._per_worker, []).append((i % self._per_worker, a))
+            share.setdefault(i // per, []).append((i % per, a))
         refs = {k: workers.actors[k].run.remote(cmd, items) for k, items in share.items()}
         answers: dict[int, Any] = {}
         deadline = time.monotonic() + self._ray.timeout  # one bound for the whole batch
@@ -251,10 +252,10 @@ class EnvPool:
                 self.failures += 1
                 reason = "TimeoutError" if isinstance(exc, ray.exceptions.GetTimeoutError) else "RayActorError"
                 workers.restart(k)  # every env of that actor starts afresh: all its episodes are failed
-                results = [("failed", f"{reason}: Ray actor {k} (envs {k * self._per_worker}.."
-                                      f"{k * self._per_worker + workers.sizes[k] - 1})")] * len(share[k])
+                results = [("failed", f"{reason}: Ray actor {k} (envs {k * per}..{k * per + workers.sizes[k] - 1})")
+                           ] * len(share[k])
             for (local, _), (status, payload) in zip(share[k], results):
-                i = k * self._per_worker + local
+                i = k * per + local
                 if status == "error":
                     raise WorkerError(payload)
                 answers[i] = self._failed(cmd, payload) if status == "failed" else payload

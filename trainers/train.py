@@ -364,13 +364,15 @@ class Trainer:
             self._sinks = [make_sink(kind, self.cfg, self.out) for kind in self.cfg.loggers if kind != "jsonl"]
         return self._sinks
 
-    def run(self) -> list[dict]:
+    def run(self, desc: str | None = None) -> list[dict]:
+        """SFT (when configured and not yet done), then iterations up to ``cfg.iterations``, saving a
+        checkpoint every ``checkpoint_every``; ``desc`` labels the progress bar."""
         rows = []
         if self.iteration == 0 and self.cfg.sft_steps > 0 and not (self.ckpt / "state.json").is_file():
             self.sft()
         from tqdm import tqdm
 
-        bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=f"{self.cfg.method}", unit="it",
+        bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=desc or self.cfg.method, unit="it",
                    disable=not self.cfg.progress or None, leave=False)
         while self.iteration < self.cfg.iterations:
             rows.append(self.step())

@@ -24,21 +24,22 @@ class HFBackend(LocalChatBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        adapter = path / "adapter_config.json"
-        if adapter.is_file():  # a LoRA checkpoint (peft): its base model, then the adapter on top
+        adapter = path / "adapter_config.json"  # a LoRA checkpoint (peft): its base model, then the adapter
+        base_path = path
+        if adapter.is_file():
             import json
 
+            base_path = Path(json.loads(adapter.read_text()).get("base_model_name_or_path") or "")
+            if not base_path.is_dir():
+                raise BackendError(f"{adapter}: its base model {str(base_path)!r} is not a local directory")
+        self.model = AutoModelForCausalLM.from_pretrained(str(base_path), dtype=getattr(torch, dtype))
+        if adapter.is_file():
             try:
                 from peft import PeftModel
             except ImportError:
                 raise BackendError(f"{path} holds a LoRA adapter; loading it needs peft: pip install peft") from None
-            base_path = json.loads(adapter.read_text()).get("base_model_name_or_path") or ""
-            if not Path(base_path).is_dir():
-                raise BackendError(f"{adapter}: its base model {base_path!r} is not a local directory")
-            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=getattr(torch, dtype))
-            self.model = PeftModel.from_pretrained(base, str(path), is_trainable=trainable).to(device).eval()
-        else:
-            self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
+            self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=trainable)
+        self.model = self.model.to(device).eval()
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.generator_seed, self.batch_size = seed, batch_size
