@@ -4,6 +4,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -117,3 +118,17 @@ class SlipPolicy:
             self.done = True
             action = self.instead
         return PolicyOutput(action, action)
+
+
+def metric_rows(out) -> list[dict]:
+    """A trainer run's metrics.jsonl rows without the wall-clock field (comparable across runs)."""
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+            for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+
+
+def expert_batch_rollout(pool, seeds, steps: int = 6) -> list:
+    """Reset ``pool`` with ``seeds`` and step every env with its expert action ``steps`` times."""
+    results = [pool.reset(seeds=seeds)]
+    for _ in range(steps):
+        results.append(pool.step([a or "answer[none]" for a in pool.expert_actions()]))
+    return results

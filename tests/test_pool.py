@@ -3,15 +3,8 @@ import signal
 
 import pytest
 
+from conftest import expert_batch_rollout
 from prover_gym import EnvPool
-
-
-def _expert_rollout(pool, seeds):
-    results = [pool.reset(seeds=seeds)]
-    for _ in range(6):
-        actions = [a or "answer[none]" for a in pool.expert_actions()]
-        results.append(pool.step(actions))
-    return results
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +15,10 @@ def process_pool(bundled_dir):
 
 def test_process_pool_matches_sync_and_thread(process_pool):
     seeds = [3, 4]
-    expected = _expert_rollout(process_pool, seeds)
+    expected = expert_batch_rollout(process_pool, seeds)
     for backend in ("sync", "thread"):
         with EnvPool("prover/SearchQA-v0", 2, backend=backend, split="test") as pool:
-            assert _expert_rollout(pool, seeds) == expected
+            assert expert_batch_rollout(pool, seeds) == expected
 
 
 def test_pool_snapshot_restore_crosses_processes(process_pool):
@@ -64,7 +57,7 @@ def test_pool_argument_errors(bundled_dir):
 def test_webshop_in_a_process_pool_matches_in_process():
     with EnvPool("prover/WebShop-v0", 2, backend="process", split="test") as pool, \
             EnvPool("prover/WebShop-v0", 2, backend="sync", split="test") as ref:
-        assert _expert_rollout(pool, [7, 8]) == _expert_rollout(ref, [7, 8])
+        assert expert_batch_rollout(pool, [7, 8]) == expert_batch_rollout(ref, [7, 8])
         pool.reset(seeds=[1, 2])
         pool.step(pool.expert_actions())
         snaps = pool.snapshot()

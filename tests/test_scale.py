@@ -2,10 +2,8 @@
 loopback), LoRA training, and a separate generation engine fed the learner's weights (the vLLM
 path, with an HF copy standing in for vLLM)."""
 
-import json
 import os
 import signal
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -13,7 +11,7 @@ import torch
 
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy
+from conftest import SlipPolicy, expert_batch_rollout, metric_rows
 from judges import Proposal
 from prover_gym import EnvPool
 from trainers.config import load_config
@@ -34,23 +32,11 @@ def local_ray(bundled_dir):
     ray.shutdown()
 
 
-def _rows(out):
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
-            for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
-
-
-def _expert_rollout(pool, seeds):
-    results = [pool.reset(seeds=seeds)]
-    for _ in range(4):
-        results.append(pool.step([a or "answer[none]" for a in pool.expert_actions()]))
-    return results
-
-
 def test_ray_pool_matches_in_process_and_survives_a_killed_actor(local_ray):
     with EnvPool("prover/SearchQA-v0", 4, backend="ray", envs_per_worker=2, split="test", timeout=120) as pool, \
             EnvPool("prover/SearchQA-v0", 4, backend="sync", split="test") as ref:
         assert len(pool._ray.actors) == 2
-        assert _expert_rollout(pool, [1, 2, 3, 4]) == _expert_rollout(ref, [1, 2, 3, 4])
+        assert expert_batch_rollout(pool, [1, 2, 3, 4]) == expert_batch_rollout(ref, [1, 2, 3, 4])
         # snapshots cross the actor boundary both ways, pickled: envs 0,1 (actor 0) get 2,3's states
         pool.reset(seeds=[5, 6, 7, 8])
         pool.step(pool.expert_actions())
@@ -112,7 +98,7 @@ def test_trainer_on_ray_env_actors_matches_the_in_process_path(local_ray, tmp_pa
         if backend == "ray":
             assert len(trainer.pool()._ray.actors) == 2
         trainer.close()
-        runs[backend] = _rows(out)
+        runs[backend] = metric_rows(out)
     assert runs["ray"] == runs["sync"] and len(runs["ray"]) == 2
     assert all(r["rollout_digest"] for r in runs["ray"])
 
@@ -137,7 +123,7 @@ def test_lora_trains_adapters_only_and_resumes_exactly(tmp_path, bundled_dir):
     # interrupted after 1 iteration, resumed: the same rows as the uninterrupted run
     Trainer(load_config(None, SMALL + lora + ["iterations=1", "sft_steps=2", "sft_episodes=1", f"out_dir={b}"])).run()
     Trainer(load_config(None, SMALL + lora + ["iterations=2", "sft_steps=2", "sft_episodes=1", f"out_dir={b}"]), resume=True).run()
-    assert _rows(a) == _rows(b)
+    assert metric_rows(a) == metric_rows(b)
     # the adapter checkpoint loads for evaluation through the hf backend (base + adapter)
     from agents.backends.hf_backend import HFBackend
 
@@ -157,7 +143,7 @@ def test_a_separate_rollout_engine_gets_the_learners_weights_and_the_same_result
     engine = Trainer(load_config(None, common + ["rollout_engine={kind: hf}", f"out_dir={tmp_path / 'b'}"]))
     assert engine.generator is not engine.backend and engine.generator.model is not engine.model
     engine.run()
-    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    assert metric_rows(tmp_path / "a") == metric_rows(tmp_path / "b")
     learner = dict(engine.model.state_dict())
     assert all(torch.equal(v, learner[k]) for k, v in engine.generator.model.state_dict().items())
 

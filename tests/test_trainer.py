@@ -13,17 +13,12 @@ import torch
 
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy
+from conftest import SlipPolicy, metric_rows
 from trainers.config import load_config
 from trainers.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["env_kwargs={split: train, max_turns: 1}", "tasks_per_iteration=2", "group_size=2", "max_tokens=6"]
-
-
-def _rows(out):
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
-            for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
 def _weights(out):
@@ -37,7 +32,7 @@ def test_resume_continues_exactly(tmp_path, bundled_dir):
     Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={a}"])).run()
     Trainer(load_config(None, SMALL + ["iterations=2", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"])).run()
     Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"]), resume=True).run()
-    assert _rows(a) == _rows(b) and len(_rows(a)) == 3
+    assert metric_rows(a) == metric_rows(b) and len(metric_rows(a)) == 3
     wa, wb = _weights(a), _weights(b)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
@@ -55,7 +50,7 @@ def test_kill_9_loses_at_most_one_interval(tmp_path, bundled_dir):
     done = json.loads(state.read_text())["iteration"]
     assert 2 <= done < 6
     subprocess.run(cmd + ["--resume"], cwd=ROOT, check=True, capture_output=True, timeout=600)
-    assert [r["iteration"] for r in _rows(out)] == [1, 2, 3, 4, 5, 6]
+    assert [r["iteration"] for r in metric_rows(out)] == [1, 2, 3, 4, 5, 6]
 
 
 def test_config_errors_name_the_key():
