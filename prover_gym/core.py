@@ -13,6 +13,8 @@ A subclass fills in five hooks (``task_ids``, ``_load_task``, ``_apply``, ``_get
 from __future__ import annotations
 
 import copy
+import hashlib
+import pickle
 import string
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -70,6 +72,7 @@ class Snapshot:
     make_kwargs: dict
     core: tuple
     state: Any = field(repr=False)
+    key: str = field(default="", compare=False)  # the state's identity (TextEnv.state_key), e.g. GiGPO's anchors
 
     @property
     def step(self) -> int:
@@ -152,6 +155,17 @@ class TextEnv(gym.Env):
         env with the same id and fingerprint."""
         raise NotImplementedError
 
+    def state_key(self) -> str:
+        """The identity of the current state, equal for two states from which every action sequence
+        gives the same observations and outcomes: the task, the done flags and the env-specific state,
+        without the step counter and the RNG. GiGPO groups turns by it (its "anchor states").
+        Subclasses override ``_state_key_material`` when ``_get_state`` holds path history."""
+        material = (self._task_id, self._terminated, self._truncated, self._won, self._state_key_material())
+        return hashlib.blake2b(pickle.dumps(material, protocol=4), digest_size=12).hexdigest()
+
+    def _state_key_material(self) -> Any:
+        return self._get_state()
+
     def admissible_actions(self) -> list[str] | None:
         return None
 
@@ -224,7 +238,8 @@ class TextEnv(gym.Env):
             self._last_obs,
             copy.deepcopy(self.np_random.bit_generator.state),  # creates the RNG if reset had no seed
         )
-        return Snapshot(self.env_id, self.fingerprint(), dict(self._make_kwargs), core, self._get_state())
+        return Snapshot(self.env_id, self.fingerprint(), dict(self._make_kwargs), core, self._get_state(),
+                        self.state_key())
 
     def restore(self, snap: Snapshot) -> None:
         if not isinstance(snap, Snapshot):

@@ -313,6 +313,10 @@ class AlfredEngine:
             return []
         return list(self.state.get("extra.expert_plan") or [])
 
+    def facts(self) -> tuple[str, ...]:
+        """The current world state as sorted fact strings (path-independent, unlike ``ops``)."""
+        return tuple(sorted(str(f) for group in self._pddl._pddl_state._facts.values() for f in group))
+
     # ---- snapshots --------------------------------------------------------------------------
     def snapshot(self) -> EngineState:
         portable = self._portable()

@@ -156,6 +156,10 @@ class ALFWorldEnv(TextEnv):
     def admissible_actions(self) -> list[str]:
         return self.engine.admissible()
 
+    def _state_key_material(self) -> Any:
+        # EngineState carries the operator path; two paths to the same world state are one state
+        return self.engine.facts()  # the task id (in the key already) names the game
+
     def expert_action(self) -> str | None:
         if self._task_id is None or self._terminated or self._truncated:
             return None
