@@ -1,17 +1,24 @@
 """Segment proposers for ProVer. ``judges.make(cfg)`` builds a judge from a dict or a YAML file
 (``configs/judges/*.yaml``); ``judge.propose(group) -> Proposal | None`` names turns
-``start..end`` (inclusive) of one failed trajectory that likely caused the divergent outcome.
+``start..end`` (inclusive) of one trajectory that likely decided the group's divergent outcome.
 
-Kinds: ``random``, ``first_divergence``, ``oracle`` (env expert as ground truth), ``openai`` and
-``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic`` (tool-calling, over a
-``backend``).
+Every judge takes ``side``: ``won`` (default: a segment of a successful trajectory, the decision
+that made it succeed; the only kind ProVer's positive-only credit can reward), ``failed`` (a
+failed trajectory's mistake) or ``any``.
+
+Kinds: ``random``, ``first_divergence``, ``oracle`` (the env's scripted expert, privileged),
+``exhaustive`` (verifies every turn boundary: the upper bound; needs ``bind(estimator)``),
+``openai`` and ``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic``
+(tool-calling, over a ``backend``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from judges.base import Judge, Proposal, mixed_outcome
+from judges.base import SIDES, Judge, Proposal, mixed_outcome
+
+KINDS = ("random", "first_divergence", "oracle", "exhaustive", "openai", "hf", "vllm", "agentic")
 
 
 def make(cfg) -> Judge:
@@ -37,22 +44,26 @@ def make(cfg) -> Judge:
         from judges.oracle import OracleJudge
 
         return OracleJudge(**cfg)
+    if kind == "exhaustive":
+        from judges.exhaustive import ExhaustiveJudge
+
+        return ExhaustiveJudge(**cfg)
     if kind in ("openai", "hf", "vllm"):  # an LLM judge over that chat backend
         from agents.backends import make_backend
         from judges.llm import LLMJudge
 
-        judge_opts = {k: cfg.pop(k) for k in ("max_turn_chars", "template", "retries") if k in cfg}
+        judge_opts = {k: cfg.pop(k) for k in ("max_turn_chars", "template", "retries", "side") if k in cfg}
         return LLMJudge(make_backend({"kind": kind, **cfg}), **judge_opts)
     if kind == "agentic":
         from agents.backends import make_backend
         from judges.agentic import AgenticJudge
 
-        judge_opts = {k: cfg.pop(k) for k in ("max_calls", "max_chars") if k in cfg}
+        judge_opts = {k: cfg.pop(k) for k in ("max_calls", "max_chars", "side") if k in cfg}
         backend_cfg = cfg.pop("backend", None)
         if not isinstance(backend_cfg, dict):
             raise ValueError("an agentic judge needs backend: {kind: openai|hf, ...}")
         return AgenticJudge(make_backend(backend_cfg), **judge_opts)
-    raise ValueError(f"judge kind={kind!r} is not available; use random, first_divergence, oracle, openai, hf, vllm or agentic")
+    raise ValueError(f"judge kind={kind!r} is not available; use one of {', '.join(KINDS)}")
 
 
-__all__ = ["Judge", "Proposal", "make", "mixed_outcome"]
+__all__ = ["KINDS", "SIDES", "Judge", "Proposal", "make", "mixed_outcome"]

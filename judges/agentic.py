@@ -15,9 +15,10 @@ import re
 
 from agents.backends import BackendError
 from agents.trajectory import Trajectory
-from judges.base import Proposal, mixed_outcome
+from judges.base import Proposal, check_side, mixed_outcome, on_side, side_words
+from judges.llm import instruction
 
-TOOLS = [
+_TOOLS = [
     {"type": "function", "function": {
         "name": "view_turn", "description": "Show one turn of one attempt in full (observation and action).",
         "parameters": {"type": "object", "properties": {"trajectory": {"type": "integer"}, "turn": {"type": "integer"}},
@@ -28,17 +29,33 @@ TOOLS = [
                        "required": ["a", "b"]}}},
     {"type": "function", "function": {
         "name": "propose_segment",
-        "description": "Final answer: turns start..end (inclusive) of a FAILED attempt that most likely caused its failure.",
+        "description": "",  # set per side by tools()
         "parameters": {"type": "object", "properties": {
             "trajectory": {"type": "integer"}, "start": {"type": "integer"}, "end": {"type": "integer"},
             "reason": {"type": "string"}}, "required": ["trajectory", "start", "end"]}}},
 ]
+
+
+def tools(side: str) -> list[dict]:
+    """The tool list, with ``propose_segment`` described for ``side``."""
+    import copy
+
+    which, purpose = side_words(side)
+    out = copy.deepcopy(_TOOLS)
+    out[2]["function"]["description"] = (f"Final answer: turns start..end (inclusive) of {'a ' + which if which else 'an'} "
+                                         f"attempt that {purpose}.")
+    return out
+
+
+TOOLS = tools("won")
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
 
 class AgenticJudge:
-    def __init__(self, backend, *, max_calls: int = 8, max_chars: int = 1500):
+    def __init__(self, backend, *, max_calls: int = 8, max_chars: int = 1500, side: str = "won"):
         self.backend, self.max_calls, self.max_chars = backend, max_calls, max_chars
+        self.side = check_side(side)
+        self.tools = tools(self.side)
         self.stats = {"calls": 0, "tool_calls": 0, "invalid_proposals": 0, "backend_errors": 0, "proposals": 0}
 
     def outline(self, group: list[Trajectory]) -> str:
@@ -46,6 +63,7 @@ class AgenticJudge:
         for i, t in enumerate(group):
             acts = "; ".join(f"{k}: {turn.action}" for k, turn in enumerate(t.turns))
             lines.append(f"Attempt {i} ({'SUCCESS' if t.won else 'FAILURE'}, {len(t.turns)} turns): {acts}")
+        lines.append(instruction(self.side))
         lines.append("Use the tools to inspect turns, then call propose_segment exactly once.")
         return "\n".join(lines)
 
@@ -63,9 +81,10 @@ class AgenticJudge:
                 return f"no difference in the first {min(len(a.turns), len(b.turns))} turns", None
             if name == "propose_segment":
                 p = Proposal(int(args["trajectory"]), int(args["start"]), int(args["end"]), str(args.get("reason", "")))
-                if not p.valid_for(group) or group[p.trajectory].won:
+                if not p.valid_for(group) or not on_side(group[p.trajectory], self.side):
                     self.stats["invalid_proposals"] += 1
-                    return "invalid: name a FAILED attempt and a turn range inside it", None
+                    which = side_words(self.side)[0] or "an"
+                    return f"invalid: name {which} attempt and a turn range inside it", None
                 return "accepted", p
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             return f"error: bad arguments ({type(exc).__name__})", None
@@ -98,7 +117,7 @@ class AgenticJudge:
         while used < self.max_calls:
             self.stats["calls"] += 1
             try:
-                (reply,) = self.backend.chat([messages], temperature=0.0, tools=TOOLS)
+                (reply,) = self.backend.chat([messages], temperature=0.0, tools=self.tools)
             except BackendError:
                 self.stats["backend_errors"] += 1
                 return None

@@ -1,5 +1,9 @@
-"""Judge quality against the oracle: a proposal is a hit when its segment contains the oracle's
-pivotal turn of the trajectory it names."""
+"""Material for measuring judges: groups with a known slip (``slip_groups``) and a cheap stochastic
+continuation policy (``NoisyExpert``). A judge's precision is measured by verification
+(``trainers.judge_eval.verified_precision``: the share of its proposals that verify positive, and
+its agreement with the exhaustive judge), not against the scripted expert, which has privileged
+information (WebShop's expert searches the hidden product title).
+``precision_against_oracle`` is kept for comparison with that privileged view."""
 
 from __future__ import annotations
 
@@ -10,16 +14,46 @@ from agents.trajectory import Trajectory
 from judges.oracle import OracleJudge
 
 
+class NoisyExpert(ExpertPolicy):
+    """The env's expert, except that with probability ``eps`` a turn takes a random action: a
+    continuation policy whose success rate depends on the state it starts from (the expert alone
+    wins from nearly everywhere, so it would verify every segment as 0)."""
+
+    name = "noisy_expert"
+
+    def __init__(self, eps: float = 0.3, seed: int = 0):
+        self.eps, self.rng, self.random = eps, random.Random(seed), RandomPolicy(seed + 1)
+
+    def act(self, env, observation, info, history=None):
+        if self.rng.random() < self.eps:
+            return self.random.act(env, observation, info)
+        return super().act(env, observation, info)
+
+    def act_batch(self, pool, indices, observations, infos, histories=None):
+        experts = super().act_batch(pool, indices, observations, infos)
+        noisy = self.random.act_batch(pool, indices, observations, infos)
+        return [n if self.rng.random() < self.eps else e for e, n in zip(experts, noisy)]
+
+
 def precision_against_oracle(judge, groups: list[list[Trajectory]], oracle: OracleJudge | None = None) -> dict:
-    oracle = oracle or OracleJudge()
+    """The share of proposals whose segment contains the oracle's pivotal turn (the first departure
+    from the scripted expert): of the failed trajectory they name, or, for a successful one, of a
+    failed trajectory that had shared its observations up to that turn. Privileged: for comparison."""
+    from judges.heuristic import first_divergence
+
+    oracle = oracle or OracleJudge(side="failed")
     proposals = hits = 0
     for group in groups:
         p = judge.propose(group)
         if p is None:
             continue
         proposals += 1
-        pivot = oracle.pivotal_turn(group[p.trajectory])
-        hits += pivot is not None and p.start <= pivot <= p.end
+        named = group[p.trajectory]
+        if named.won:
+            pivots = {oracle.pivotal_turn(f) for f in group if not f.won and first_divergence(named, f) is not None}
+        else:
+            pivots = {oracle.pivotal_turn(named)}
+        hits += any(k is not None and p.start <= k <= p.end for k in pivots)
     return {"groups": len(groups), "proposals": proposals, "hits": hits,
             "precision": hits / proposals if proposals else None}
 

@@ -5,46 +5,66 @@ from __future__ import annotations
 import random
 
 from agents.trajectory import Trajectory
-from judges.base import Proposal, mixed_outcome
+from judges.base import Proposal, check_side, mixed_outcome, on_side
 
 
 class RandomJudge:
-    """A uniformly random segment (length 1..max_length) of a random failed trajectory."""
+    """A uniformly random segment (length 1..max_length) of a random trajectory on ``side``
+    (``prover_random`` uses ``side=any``: any trajectory of the group, whatever its outcome)."""
 
-    def __init__(self, seed: int = 0, max_length: int = 3):
+    def __init__(self, seed: int = 0, max_length: int = 3, side: str = "won"):
         self.rng = random.Random(seed)
         self.max_length = max_length
+        self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
         if not mixed_outcome(group):
             return None
-        failed = [i for i, t in enumerate(group) if not t.won and t.turns]
-        i = self.rng.choice(failed)
+        candidates = [i for i, t in enumerate(group) if t.turns and on_side(t, self.side)]
+        if not candidates:
+            return None
+        i = self.rng.choice(candidates)
         n = len(group[i].turns)
         start = self.rng.randrange(n)
         end = min(n - 1, start + self.rng.randrange(self.max_length))
         return Proposal(i, start, end, "random segment")
 
 
+def first_divergence(won: Trajectory, failed: Trajectory) -> int | None:
+    """The first turn at which the two trajectories saw the same observation (after the same
+    history) and took different actions; None if they never do."""
+    for k, (a, b) in enumerate(zip(won.turns, failed.turns)):
+        if a.observation != b.observation:
+            return None
+        if a.action != b.action:
+            return k
+    return None
+
+
 class FirstDivergenceJudge:
-    """The earliest turn where a failed trajectory, having seen the same observation as a successful
-    one, took a different action."""
+    """Over every (successful, failed) pair of the group, the earliest turn where both had seen the
+    same observations and their actions differ: the successful trajectory's decision there
+    (``side=won``, the default; ``any`` does the same) or the failed one's (``side=failed``).
+    Ties go to the pair whose divergence the most failed trajectories share."""
+
+    def __init__(self, side: str = "won"):
+        self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
         if not mixed_outcome(group):
             return None
-        best: tuple[int, int] | None = None
-        for fi, failed in enumerate(group):
-            if failed.won:
-                continue
-            for won in (t for t in group if t.won):
-                for k, (a, b) in enumerate(zip(failed.turns, won.turns)):
-                    if a.observation != b.observation:
-                        break
-                    if a.action != b.action:
-                        if best is None or k < best[1]:
-                            best = (fi, k)
-                        break
-        if best is None:
+        won = [i for i, t in enumerate(group) if t.won]
+        failed = [i for i, t in enumerate(group) if not t.won]
+        found: dict[tuple[int, int, int], int] = {}  # (turn, won index, failed index) -> failures sharing it
+        for w in won:
+            for f in failed:
+                k = first_divergence(group[w], group[f])
+                if k is not None:
+                    shared = sum(first_divergence(group[w], group[g]) == k for g in failed)
+                    found[(k, w, f)] = shared
+        if not found:
             return None
-        return Proposal(best[0], best[1], best[1], "first action that departs from a successful run at the same observation")
+        k, w, f = min(found, key=lambda key: (key[0], -found[key], key[1], key[2]))
+        if self.side == "failed":
+            return Proposal(f, k, k, "the failed attempt's action where it first departed from a successful one")
+        return Proposal(w, k, k, "the successful attempt's action where a failed one first departed from it")

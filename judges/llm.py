@@ -1,6 +1,9 @@
 """The LLM judge: show the group's successful and failed trajectories to a chat model and ask for
-one segment as JSON. Indices and ranges are validated; malformed output gets one retry with the
-error spelled out; a model that will not cooperate (or a backend that fails) yields None."""
+one segment as JSON. ``side=won`` (default) asks for the decisions of a SUCCESSFUL attempt that made
+it succeed where the failures did not (what ProVer's positive-only credit can reward); ``failed``
+for a failed attempt's mistake; ``any`` for either. Indices, ranges and the side are validated;
+malformed output gets one retry with the error spelled out; a model that will not cooperate (or a
+backend that fails) yields None."""
 
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ from pathlib import Path
 
 from agents.backends import BackendError
 from agents.trajectory import Trajectory
-from judges.base import Proposal, mixed_outcome
+from judges.base import Proposal, check_side, mixed_outcome, on_side, side_words
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 _JSON = re.compile(r"\{.*\}", re.S)
 
 
 class LLMJudge:
-    def __init__(self, backend, *, template: str = "llm_judge.txt", max_turn_chars: int = 400, retries: int = 1):
+    def __init__(self, backend, *, template: str = "llm_judge.txt", max_turn_chars: int = 400, retries: int = 1,
+                 side: str = "won"):
         self.backend = backend
+        self.side = check_side(side)
         self.template = (PROMPTS / template).read_text(encoding="utf-8")
         self.max_turn_chars, self.retries = max_turn_chars, retries
         self.stats = {"calls": 0, "malformed": 0, "backend_errors": 0, "proposals": 0}
@@ -33,10 +38,9 @@ class LLMJudge:
                     obs = obs[: self.max_turn_chars] + " ..."
                 lines.append(f"  turn {k}: observation: {obs} | action: {turn.action}")
             blocks.append("\n".join(lines))
-        return self.template.format(task=group[0].task, attempts="\n\n".join(blocks))
+        return self.template.format(task=group[0].task, attempts="\n\n".join(blocks), instruction=instruction(self.side))
 
-    @staticmethod
-    def parse(text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
+    def parse(self, text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
         match = _JSON.search(text or "")
         if not match:
             return None, "no JSON object in the reply"
@@ -48,8 +52,9 @@ class LLMJudge:
             proposal = Proposal(int(data["trajectory"]), int(data["start"]), int(data["end"]), str(data.get("reason", "")))
         except (KeyError, TypeError, ValueError):
             return None, "the JSON needs integer fields trajectory, start and end"
-        if not 0 <= proposal.trajectory < len(group) or group[proposal.trajectory].won:
-            return None, f"attempt {proposal.trajectory} is not one of the failed attempts"
+        if not 0 <= proposal.trajectory < len(group) or not on_side(group[proposal.trajectory], self.side):
+            which = side_words(self.side)[0].lower() or "listed"
+            return None, f"attempt {proposal.trajectory} is not one of the {which} attempts"
         if not proposal.valid_for(group):
             n = len(group[proposal.trajectory].turns)
             return None, f"turns {proposal.start}..{proposal.end} are not a range within 0..{n - 1}"
@@ -74,3 +79,10 @@ class LLMJudge:
             messages = messages + [{"role": "assistant", "content": reply.text},
                                    {"role": "user", "content": f"That reply cannot be used: {error}. Reply with the JSON object only."}]
         return None
+
+
+def instruction(side: str) -> str:
+    """The judge's request for ``side`` (shared by the LLM judge's prompt and the agentic judge)."""
+    which, purpose = side_words(side)
+    attempt = f"ONE {which.lower()} attempt" if which else "ONE attempt"
+    return f"Find the contiguous range of turns in {attempt} that {purpose}."

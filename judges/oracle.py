@@ -1,18 +1,23 @@
-"""The oracle judge: the env's expert is ground truth. In a failed trajectory, the pivotal turn is
-the first one whose action differs from what the expert would do from that turn's snapshot. Used
-to measure other judges' precision on generated data."""
+"""The oracle judge: the env's scripted expert as privileged ground truth (it may know hidden
+task details: WebShop's expert knows the target product). ``side=failed``: the first turn of a
+failed trajectory whose action differs from what the expert would do from that turn's snapshot.
+``side=won`` (default): the successful trajectory's turn where a failed one first departed from
+it, when the successful one followed the expert there. A privileged heuristic to compare judges
+with, not the measure of their precision (see ``judges.evaluate``)."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 
 from agents.trajectory import Trajectory
-from judges.base import Proposal, mixed_outcome
+from judges.base import Proposal, check_side, mixed_outcome
+from judges.heuristic import first_divergence
 from prover_gym import restore
 
 
 class OracleJudge:
-    def __init__(self, **make_kwargs):
+    def __init__(self, side: str = "won", **make_kwargs):
+        self.side = check_side(side)
         self._envs: dict = {}
         self._make_kwargs = make_kwargs
 
@@ -22,21 +27,36 @@ class OracleJudge:
             self._envs[key] = gym.make(snap.env_id, **{**snap.make_kwargs, **self._make_kwargs})
         return self._envs[key]
 
+    def expert_at(self, traj: Trajectory, k: int) -> str | None:
+        env = self._env(traj.turns[k].snapshot)
+        restore(env, traj.turns[k].snapshot)
+        return env.unwrapped.expert_action()
+
     def pivotal_turn(self, traj: Trajectory) -> int | None:
+        """The first turn whose action differs from the expert's."""
         for k, turn in enumerate(traj.turns):
-            env = self._env(turn.snapshot)
-            restore(env, turn.snapshot)
-            if env.unwrapped.expert_action() != turn.action:
+            if self.expert_at(traj, k) != turn.action:
                 return k
         return None
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
         if not mixed_outcome(group):
             return None
-        for i, traj in enumerate(group):
-            if traj.won:
+        if self.side == "failed":
+            for i, traj in enumerate(group):
+                if not traj.won:
+                    k = self.pivotal_turn(traj)
+                    if k is not None:
+                        return Proposal(i, k, k, "first turn that departs from the expert")
+            return None
+        best = None
+        for w, won in enumerate(group):
+            if not won.won:
                 continue
-            k = self.pivotal_turn(traj)
-            if k is not None:
-                return Proposal(i, k, k, "first turn that departs from the expert")
-        return None
+            for failed in (t for t in group if not t.won):
+                k = first_divergence(won, failed)
+                if k is not None and (best is None or k < best[1]) and self.expert_at(won, k) == won.turns[k].action:
+                    best = (w, k)
+        if best is None:
+            return None
+        return Proposal(best[0], best[1], best[1], "the expert's action where a failed attempt departed from it")

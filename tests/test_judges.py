@@ -1,5 +1,6 @@
-"""Judges on recorded trajectories from both envs: validity for every kind, oracle ground truth,
-config swapping, and the LLM judge against a loopback chat server."""
+"""Judges on recorded trajectories from both envs: every kind proposes on its side (default: the
+successful trajectory's decisive turn), config swapping, and the LLM and agentic judges against a
+loopback chat server."""
 
 import json
 from pathlib import Path
@@ -37,18 +38,33 @@ def group(request):
 
 
 @pytest.mark.parametrize("config", ["random.yaml", "first_divergence.yaml", "oracle.yaml"])
-def test_every_kind_proposes_a_valid_segment_of_a_failed_trajectory(group, config):
+def test_every_kind_proposes_the_successful_trajectorys_decision_by_default(group, config):
     trajs, pivot = group
     judge = judges.make(f"{CONFIGS}/{config}")  # swapping judges is a config change
+    assert judge.side == "won"
     p = judge.propose(trajs)
-    assert isinstance(p, Proposal) and p.valid_for(trajs) and not trajs[p.trajectory].won
-    if "random" not in config:
-        assert (p.trajectory, p.start, p.end) == (1, pivot, pivot)
+    assert isinstance(p, Proposal) and p.valid_for(trajs) and trajs[p.trajectory].won
+    if "random" not in config:  # the won run's action at the turn where the failed run departed from it
+        assert (p.trajectory, p.start, p.end) == (0, pivot, pivot)
+
+
+@pytest.mark.parametrize("kind", ["random", "first_divergence", "oracle"])
+def test_side_failed_and_any(group, kind):
+    trajs, pivot = group
+    p = judges.make({"kind": kind, "side": "failed"}).propose(trajs)
+    assert p.valid_for(trajs) and not trajs[p.trajectory].won
+    if kind != "random":
+        assert (p.trajectory, p.start) == (1, pivot)
+    sides = {trajs[judges.make({"kind": "random", "side": "any", "seed": s}).propose(trajs).trajectory].won
+             for s in range(12)}
+    assert sides == {True, False}  # side=any: any trajectory of the group, whatever its outcome
+    with pytest.raises(ValueError, match="side="):
+        judges.make({"kind": kind, "side": "winners"})
 
 
 def test_no_proposal_without_mixed_outcomes(group):
     trajs, _ = group
-    for kind in ("random", "first_divergence", "oracle"):
+    for kind in ("random", "first_divergence", "oracle", "exhaustive"):
         judge = judges.make({"kind": kind})
         assert judge.propose([trajs[0], trajs[0]]) is None and judge.propose([trajs[1]]) is None
 
@@ -66,21 +82,29 @@ def _llm(url):
 
 def test_llm_judge_valid_reply_and_prompt(chat_server, group):
     trajs, pivot = group
-    ChatHandler.plan = [{"content": 'Sure! {"trajectory": 1, "start": %d, "end": %d, "reason": "bought too early"}' % (pivot, pivot)}]
+    ChatHandler.plan = [{"content": 'Sure! {"trajectory": 0, "start": %d, "end": %d, "reason": "chose well"}' % (pivot, pivot)}]
     judge = _llm(chat_server)
-    assert judge.propose(trajs) == Proposal(1, pivot, pivot, "bought too early")
+    assert judge.propose(trajs) == Proposal(0, pivot, pivot, "chose well")
     prompt = ChatHandler.seen[0]["body"]["messages"][0]["content"]
     assert "Attempt 1 (FAILURE):" in prompt and "Attempt 0 (SUCCESS):" in prompt and f"turn {pivot}:" in prompt
+    assert "ONE successful attempt that most likely made it succeed" in prompt
     assert ChatHandler.seen[0]["body"]["temperature"] == 0.0
+    # side=failed asks for the mistake and accepts only a failed attempt
+    ChatHandler.plan = [{"content": '{"trajectory": 0, "start": 0, "end": 0}'},
+                        {"content": '{"trajectory": 1, "start": %d, "end": %d}' % (pivot, pivot)}]
+    failed_side = judges.make({"kind": "openai", "model": "tiny", "base_url": chat_server, "backoff": 0.01,
+                               "max_retries": 1, "side": "failed"})
+    assert failed_side.propose(trajs) == Proposal(1, pivot, pivot, "") and failed_side.stats["malformed"] == 1
+    assert "ONE failed attempt that most likely made it fail" in ChatHandler.seen[-2]["body"]["messages"][0]["content"]
 
 
-@pytest.mark.parametrize("first", ["no json here", '{"trajectory": 0, "start": 0, "end": 0}',
-                                   '{"trajectory": 1, "start": 5, "end": 99}', '{"trajectory": "x"}', "{broken"])
+@pytest.mark.parametrize("first", ["no json here", '{"trajectory": 1, "start": 0, "end": 0}',
+                                   '{"trajectory": 0, "start": 5, "end": 99}', '{"trajectory": "x"}', "{broken"])
 def test_llm_judge_retries_once_then_accepts(chat_server, group, first):
     trajs, _ = group
-    ChatHandler.plan = [{"content": first}, {"content": json.dumps({"trajectory": 1, "start": 0, "end": 0})}]
+    ChatHandler.plan = [{"content": first}, {"content": json.dumps({"trajectory": 0, "start": 0, "end": 0})}]
     judge = _llm(chat_server)
-    assert judge.propose(trajs) == Proposal(1, 0, 0, "")
+    assert judge.propose(trajs) == Proposal(0, 0, 0, "")
     assert judge.stats["malformed"] == 1
     retry_msgs = ChatHandler.seen[1]["body"]["messages"]
     assert retry_msgs[-1]["role"] == "user" and "cannot be used" in retry_msgs[-1]["content"]
@@ -99,7 +123,7 @@ def test_precision_against_the_oracle(group):
     from judges.evaluate import precision_against_oracle
 
     trajs, pivot = group
-    assert precision_against_oracle(judges.make({"kind": "first_divergence"}), [trajs])["precision"] == 1.0
+    assert precision_against_oracle(judges.make({"kind": "first_divergence", "side": "failed"}), [trajs])["precision"] == 1.0
 
     class WrongTurn:
         def propose(self, g):
@@ -108,7 +132,7 @@ def test_precision_against_the_oracle(group):
 
     result = precision_against_oracle(WrongTurn(), [trajs, trajs])
     assert result["proposals"] in (0, 2) and (result["precision"] in (None, 0.0))
-    none = precision_against_oracle(judges.make({"kind": "oracle"}), [[trajs[0]]])
+    none = precision_against_oracle(judges.make({"kind": "oracle", "side": "failed"}), [[trajs[0]]])
     assert none == {"groups": 1, "proposals": 0, "hits": 0, "precision": None}
 
 
@@ -121,13 +145,14 @@ def test_agentic_judge_uses_tools_then_proposes(chat_server, group):
     trajs, pivot = group
     ChatHandler.plan = [{"tool_calls": [("compare", {"a": 0, "b": 1})]},
                         {"tool_calls": [("view_turn", {"trajectory": 1, "turn": pivot})]},
-                        {"tool_calls": [("propose_segment", {"trajectory": 0, "start": 0, "end": 0})]},  # a success: refused
-                        {"tool_calls": [("propose_segment", {"trajectory": 1, "start": pivot, "end": pivot, "reason": "slip"})]}]
+                        {"tool_calls": [("propose_segment", {"trajectory": 1, "start": 0, "end": 0})]},  # a failure: refused
+                        {"tool_calls": [("propose_segment", {"trajectory": 0, "start": pivot, "end": pivot, "reason": "good"})]}]
     judge = _agentic(chat_server)
-    assert judge.propose(trajs) == Proposal(1, pivot, pivot, "slip")
+    assert judge.propose(trajs) == Proposal(0, pivot, pivot, "good")
     assert judge.stats["tool_calls"] == 4 and judge.stats["invalid_proposals"] == 1
     sent = ChatHandler.seen[1]["body"]
     assert [t["function"]["name"] for t in sent["tools"]] == ["view_turn", "compare", "propose_segment"]
+    assert "SUCCESSFUL attempt that most likely made it succeed" in sent["tools"][2]["function"]["description"]
     tool_msg = sent["messages"][-1]
     assert tool_msg["role"] == "tool" and f"first difference at turn {pivot}" in tool_msg["content"]
 
@@ -136,7 +161,7 @@ def test_agentic_judge_text_tool_calls_and_limits(chat_server, group):
     trajs, pivot = group
     ChatHandler.plan = [{"content": "thinking..."},
                         {"content": '<tool_call>{"name": "propose_segment", "arguments": {"trajectory": 1, "start": %d, "end": %d}}</tool_call>' % (pivot, pivot)}]
-    assert _agentic(chat_server).propose(trajs) == Proposal(1, pivot, pivot, "")
+    assert _agentic(chat_server, side="failed").propose(trajs) == Proposal(1, pivot, pivot, "")
     ChatHandler.plan = [{"tool_calls": [("view_turn", {"trajectory": 9, "turn": 0})]}] * 3
     judge = _agentic(chat_server, max_calls=3)
     assert judge.propose(trajs) is None and judge.stats["tool_calls"] == 3

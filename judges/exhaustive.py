@@ -1,0 +1,77 @@
+"""The exhaustive judge: ProVer's upper bound. It verifies every turn boundary of the group's
+trajectories on its ``side`` (VinePPO-style Monte-Carlo values from each stored snapshot) and
+proposes the single turn with the largest verified advantage V(k + 1) - V(k).
+
+Values come from an estimator bound by the caller (``bind``; the trainer binds its
+``trainers.verification.ValueEstimator``, so the cost lands in ``prover/extra_*``): anything with
+``outcomes(points, m) -> list[list[bool]]`` for (trajectory, boundary) points. V(0) is the group's
+own success rate and V(len) a trajectory's own outcome, both free; states reached by several
+trajectories (same ``Snapshot.key`` and step) are estimated once. The proposal carries what was
+measured (``Proposal.evidence``), so it is not verified a second time.
+"""
+
+from __future__ import annotations
+
+from agents.trajectory import Trajectory
+from judges.base import Proposal, check_side, mixed_outcome, on_side
+
+
+class ExhaustiveJudge:
+    def __init__(self, side: str = "won", m: int | None = None, max_trajectories: int | None = None):
+        self.side = check_side(side)
+        self.m, self.max_trajectories = m, max_trajectories
+        self.estimator = None
+        self.stats = {"boundaries": 0, "estimated": 0}
+
+    def bind(self, estimator) -> ExhaustiveJudge:
+        self.estimator = estimator
+        return self
+
+    def values(self, group: list[Trajectory], chosen: list[int]) -> dict[int, list[list[bool]]]:
+        """Per chosen trajectory, the won flags behind V(0..len)."""
+        if self.estimator is None:
+            raise RuntimeError("the exhaustive judge verifies with the current policy: call judge.bind(estimator) "
+                               "(trainers.verification.ValueEstimator; the trainer does this itself)")
+        group_outcomes = [t.won for t in group]
+        unique: dict[tuple, tuple[Trajectory, int]] = {}
+        for i in chosen:
+            traj = group[i]
+            for k in range(1, len(traj.turns)):
+                snap = traj.turns[k].snapshot
+                unique.setdefault((snap.key or (i, k), snap.step), (traj, k))
+        keys = list(unique)
+        measured = dict(zip(keys, self.estimator.outcomes([unique[key] for key in keys], self.m))) if keys else {}
+        out = {}
+        for i in chosen:
+            traj = group[i]
+            row = [group_outcomes]
+            for k in range(1, len(traj.turns)):
+                snap = traj.turns[k].snapshot
+                row.append(measured[(snap.key or (i, k), snap.step)])
+            row.append([traj.won])
+            out[i] = row
+            self.stats["boundaries"] += len(traj.turns) + 1
+        self.stats["estimated"] += len(keys)
+        return out
+
+    def propose(self, group: list[Trajectory]) -> Proposal | None:
+        if not mixed_outcome(group):
+            return None
+        chosen = [i for i, t in enumerate(group) if t.turns and on_side(t, self.side)]
+        if self.max_trajectories is not None:
+            chosen = chosen[: self.max_trajectories]
+        if not chosen:
+            return None
+        values = self.values(group, chosen)
+        best = None
+        for i in chosen:
+            row = values[i]
+            for k in range(len(group[i].turns)):
+                gain = sum(row[k + 1]) / len(row[k + 1]) - sum(row[k]) / len(row[k])
+                if best is None or gain > best[0]:
+                    best = (gain, i, k)
+        gain, i, k = best
+        n = len(group[i].turns)
+        evidence = {"before": values[i][k], "after": values[i][k + 1], "before_source": "group" if k == 0 else "continuations",
+                    "after_source": "terminal" if k + 1 == n else "continuations"}
+        return Proposal(i, k, k, f"largest verified one-turn advantage ({gain:+.2f})", evidence)
