@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-METHODS = ("grpo", "prover", "prover_random", "prover_unverified")
+METHODS = ("grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
 
 
 def _f(default, help_text: str):
@@ -21,27 +21,40 @@ def _f(default, help_text: str):
 class TrainConfig:
     env_id: str = _f("prover/SearchQA-v0", "environment id")
     env_kwargs: dict = _f({"split": "train"}, "gym.make kwargs of the training env")
-    method: str = _f("grpo", "grpo | prover | prover_random | prover_unverified (same loop, different advantages)")
+    method: str = _f("grpo", "grpo | dr_grpo | gigpo | prover | prover_random | prover_unverified (same loop, "
+                             "different advantages; trainers/advantages.py)")
     model_path: str | None = _f(None, "HF model directory; None = the tiny local Qwen3 model")
     iterations: int = _f(10, "RL iterations")
     tasks_per_iteration: int = _f(4, "distinct tasks per iteration")
     group_size: int = _f(4, "rollouts per task (the GRPO group)")
     lr: float = _f(1e-4, "AdamW learning rate")
     weight_decay: float = _f(0.0, "AdamW weight decay")
-    clip_eps: float = _f(0.2, "ratio clip (PPO/GRPO)")
+    clip_eps: float = _f(0.2, "ratio clip (PPO/GRPO): the ratio is kept in [1 - clip_eps, 1 + clip_eps_high]")
+    clip_eps_high: float | None = _f(None, "upper ratio clip (DAPO's clip-higher, e.g. 0.28); None = clip_eps")
     kl_coef: float = _f(0.0, "KL-to-reference coefficient (0 = no reference model)")
-    std_normalize: bool = _f(True, "divide group advantages by their std (GRPO); False = Dr. GRPO")
+    std_normalize: bool = _f(True, "divide group advantages by their std (GRPO); False = Dr. GRPO's centring only")
+    drop_zero_std_groups: bool = _f(False, "leave groups whose rewards are all equal out of the loss (DAPO's dynamic "
+                                           "sampling filter); the dropped fraction is logged as groups/dropped_fraction")
+    invalid_action_penalty: float = _f(0.0, "subtracted from a trajectory's reward per turn whose text did not parse "
+                                            "into an action (verl-agent uses 0.1)")
+    gigpo_gamma: float = _f(0.95, "GiGPO: discount of the step returns (verl-agent's default)")
+    gigpo_omega: float = _f(1.0, "GiGPO: weight of the step-group advantage added to the episode advantage")
     agg: str = _f("token-mean", "loss aggregation: token-mean | seq-mean")
     ppo_epochs: int = _f(1, "passes over each iteration's batch (GRPO's mu); >1 makes the clipped ratio matter")
     updates_per_epoch: int = _f(1, "optimizer steps per pass (the batch cut into that many mini-batches)")
     minibatch_size: int = _f(16, "turn samples per gradient-accumulation micro-batch")
     max_tokens: int = _f(48, "generated tokens per turn")
     temperature: float = _f(1.0, "sampling temperature for rollouts and continuations")
-    beta: float = _f(1.0, "ProVer: scale of the segment advantage added to the segment's tokens")
+    beta: float = _f(1.0, "ProVer: weight of the segment bonus, beta * A_seg in the units of the group's advantages "
+                          "(divided by the group's reward std when std_normalize; trainers.advantages.bonus_scale)")
     continuations: int = _f(4, "ProVer: M continuations from each side of the segment")
     sign: str = _f("positive", "ProVer: credit positive segment advantages only (the paper) or both signs")
     max_verified_groups: int = _f(2, "ProVer: cap on verified groups per iteration")
-    judge: dict = _f({"kind": "first_divergence"}, "judge config (judges.make)")
+    min_a_seg: float = _f(0.0, "ProVer: credit only segments whose verified A_seg exceeds this")
+    gate_alpha: float | None = _f(None, "ProVer: significance gate, credit only when the one-sided p-value of "
+                                        "V(after) > V(before) is <= gate_alpha (Fisher / binomial); None = no gate")
+    judge: dict = _f({"kind": "first_divergence", "side": "won"},
+                     "judge config (judges.make); prover_random always uses {kind: random, side: any}")
     policy_format: dict = _f({}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}")
     sft_steps: int = _f(0, "SFT warm-start steps on expert trajectories before RL")
     sft_episodes: int = _f(32, "expert episodes collected for the SFT warm start")
@@ -71,6 +84,10 @@ class TrainConfig:
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
         if self.ppo_epochs < 1 or self.updates_per_epoch < 1:
             raise ValueError("ppo_epochs and updates_per_epoch must be >= 1")
+        if self.gate_alpha is not None and not 0 < self.gate_alpha <= 1:
+            raise ValueError(f"gate_alpha={self.gate_alpha!r}; use a probability in (0, 1], or null for no gate")
+        if self.invalid_action_penalty < 0:
+            raise ValueError("invalid_action_penalty must be >= 0 (it is subtracted)")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2: GRPO needs a group")
         from prover_gym.pool import BACKENDS
@@ -122,6 +139,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
 def _coerce(key: str, kind: str, value):
     """YAML 1.1 reads ``2e-4`` (no dot) as a string: numbers given that way are converted, anything
     else of the wrong type is refused with the key's name."""
+    if kind == "float | None" and value is not None:
+        kind = "float"
     if kind == "float" and isinstance(value, (str, int)) and not isinstance(value, bool):
         try:
             return float(value)

@@ -20,7 +20,7 @@ class TurnSample:
     input_ids: list[int]
     policy_mask: list[int]
     old_logprobs: list[float]
-    advantage: float
+    advantages: list[float]  # per position, 0 on prompt tokens
     trajectory: int
     turn: int
 
@@ -35,23 +35,51 @@ def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
     return len(token_ids)
 
 
-def turn_samples(trajectories: list[Trajectory], turn_advantages: list[list[float]], tokenizer=None) -> list[TurnSample]:
-    """``turn_advantages[i][k]``: the advantage of every policy token of turn k of trajectory i
-    (GRPO's A_i, plus ProVer's bonus on the verified segment). Turns without token ids (scripted
-    policies) are skipped."""
+def kept_counts(traj: Trajectory, tokenizer=None) -> list[int]:
+    """Per turn, how many of its generated tokens train (0 for turns without token ids)."""
+    out = []
+    for turn in traj.turns:
+        if turn.token_ids is None:
+            out.append(0)
+            continue
+        ids = list(turn.token_ids)
+        out.append(kept_token_count(tokenizer, ids, turn.text) if tokenizer is not None else len(ids))
+    return out
+
+
+def token_turns(traj: Trajectory, tokenizer=None) -> torch.Tensor:
+    """The turn index of each of the trajectory's policy tokens, all turns concatenated [T]: the
+    layout of a trajectory's token advantages (``trainers.advantages.apply_segment_bonus``)."""
+    return torch.tensor([k for k, n in enumerate(kept_counts(traj, tokenizer)) for _ in range(n)], dtype=torch.long)
+
+
+def turn_samples(trajectories: list[Trajectory], advantages: list, tokenizer=None) -> list[TurnSample]:
+    """One sample per turn with token ids (scripted policies' turns are skipped).
+
+    ``advantages[i]``: trajectory i's advantages, either per turn (a list of floats, one per turn:
+    every policy token of turn k gets ``advantages[i][k]``) or per token (a tensor over the
+    trajectory's policy tokens in ``token_turns`` layout: GRPO's A_i plus ProVer's bonus)."""
     samples = []
-    for i, (traj, advs) in enumerate(zip(trajectories, turn_advantages)):
-        if len(advs) != len(traj.turns):
-            raise ValueError(f"trajectory {i}: {len(advs)} advantages for {len(traj.turns)} turns")
-        for k, (turn, adv) in enumerate(zip(traj.turns, advs)):
+    for i, (traj, adv) in enumerate(zip(trajectories, advantages)):
+        counts = kept_counts(traj, tokenizer)
+        if isinstance(adv, torch.Tensor):
+            if adv.numel() != sum(counts):
+                raise ValueError(f"trajectory {i}: {adv.numel()} token advantages for {sum(counts)} policy tokens")
+            per_token = adv.tolist()
+        else:
+            if len(adv) != len(traj.turns):
+                raise ValueError(f"trajectory {i}: {len(adv)} advantages for {len(traj.turns)} turns")
+            per_token = [float(a) for a, n in zip(adv, counts) for _ in range(n)]
+        offset = 0
+        for k, (turn, n) in enumerate(zip(traj.turns, counts)):
             if turn.token_ids is None:
                 continue
             prompt = turn.prompt_token_ids or []
-            ids = list(turn.token_ids)
-            n = kept_token_count(tokenizer, ids, turn.text) if tokenizer is not None else len(ids)
-            ids, lps = ids[:n], list(turn.logprobs or [0.0] * len(ids))[:n]
-            samples.append(TurnSample(list(prompt) + ids, [0] * len(prompt) + [1] * len(ids),
-                                      [0.0] * len(prompt) + lps, float(adv), i, k))
+            ids = list(turn.token_ids)[:n]
+            lps = list(turn.logprobs or [0.0] * len(turn.token_ids))[:n]
+            samples.append(TurnSample(list(prompt) + ids, [0] * len(prompt) + [1] * n, [0.0] * len(prompt) + lps,
+                                      [0.0] * len(prompt) + per_token[offset:offset + n], i, k))
+            offset += n
     return samples
 
 
@@ -68,7 +96,7 @@ def collate(samples: list[TurnSample], pad_id: int) -> dict[str, torch.Tensor]:
         "attention_mask": torch.tensor([pad([1] * len(s.input_ids), 0) for s in samples]),
         "policy_mask": policy,
         "old_logprobs": torch.tensor([pad(s.old_logprobs, 0.0) for s in samples]),
-        "advantages": torch.tensor([s.advantage for s in samples])[:, None] * policy.to(torch.float32),
+        "advantages": torch.tensor([pad(s.advantages, 0.0) for s in samples], dtype=torch.float32) * policy,
     }
 
 

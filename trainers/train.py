@@ -1,15 +1,18 @@
-"""The training loop: rollouts -> GRPO advantages (+ ProVer's verified segment bonus) -> clipped loss.
+"""The training loop: rollouts -> advantages (trainers/credit.py) -> clipped loss (trainers/learner.py).
 
     python -m trainers.train --config configs/train/searchqa_tiny_grpo.yaml method=prover iterations=20
     python -m trainers.train --config ... --resume          # continue exactly from the last checkpoint
 
-Same loop for every method; only the advantages differ:
-- ``grpo``: group-normalised outcome advantage on every policy token;
-- ``prover``: + beta * A_seg on the judge's segment, A_seg verified by M continuations from both sides;
-- ``prover_random``: the same verification of a random segment;
+Same loop for every method; only the advantages differ (the registry in trainers/advantages.py):
+- ``grpo`` / ``dr_grpo``: group-normalised (or centred) outcome advantage on every policy token;
+- ``gigpo``: + the step-group advantage of turns that share an exact state (Feng et al. 2025);
+- ``prover``: + beta * A_seg on the judge's segment (default: the successful trajectory's decisive
+  turn), A_seg verified by M continuations from both sides, positive estimates only;
+- ``prover_random``: the same verification of a random segment of a random trajectory (any outcome);
 - ``prover_unverified``: the judge's segment credited with A_seg = 1, no continuations.
-Metrics go to ``out_dir/metrics.jsonl`` (names below); checkpoints (model, optimizer, RNG, iteration)
-are written atomically every ``checkpoint_every`` iterations.
+Where each part lives: checkpoints ``trainers/checkpoint.py``, SFT ``trainers/sft.py``, rollouts
+``Trainer.collect``, advantages ``trainers/credit.py``, the learner step ``trainers/learner.py``.
+Metrics go to ``out_dir/metrics.jsonl`` (names in ``METRICS`` and the README).
 """
 
 from __future__ import annotations
@@ -17,25 +20,29 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prover_gym.cache import atomic_write  # noqa: E402
+from trainers import checkpoint  # noqa: E402
 from trainers.config import TrainConfig, load_config  # noqa: E402
+from trainers.sft import render_action  # noqa: E402,F401  (re-exported: callers import it from here)
+from trainers.sinks import make_sink  # noqa: E402,F401
 
-METRICS = ("reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "env_steps", "tokens",
-           "prover/verified_segments", "prover/mean_segment_advantage", "prover/extra_tokens_ratio",
-           "prover/extra_env_steps_ratio", "seconds")
+# the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
+# task type (ALFWorld) or data source (Search-QA) when the env reports one
+METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "updates",
+           "env_steps", "tokens", "groups/mixed", "groups/dropped_fraction",
+           "prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
+           "prover/positive_segments", "prover/mean_segment_advantage", "prover/segment_advantages",
+           "prover/credited_tokens", "prover/extra_tokens_ratio", "prover/extra_env_steps_ratio",
+           "policy/failures", "rollout_digest", "seconds")
+TASK_GROUP_KEYS = ("task_type", "data_source")
 
 
 class Trainer:
@@ -45,17 +52,20 @@ class Trainer:
         import judges
         import prover_gym  # noqa: F401
         from agents.backends.hf_backend import HFBackend
+        from agents.formats import make_format
         from agents.llm_policy import LLMPolicy
         from agents.tiny_model import tiny_model_dir
+        from trainers.credit import CreditAssigner, make_estimator_factory
+        from trainers.learner import Learner
 
         self.cfg = cfg
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = self.out / "checkpoint"
         self.iteration = 0
-        resuming = resume and (self.ckpt / "state.json").is_file()
+        resuming = resume and checkpoint.has_checkpoint(self.out)
         model_path = str(self.ckpt / "model") if resuming else (cfg.model_path or str(tiny_model_dir()))
-        _seed_all(cfg.seed)
+        checkpoint.seed_all(cfg.seed)
         # the learner's model; with LoRA a peft model (a resumed checkpoint holds the adapter only)
         self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed,
                                  trainable=True)
@@ -64,8 +74,6 @@ class Trainer:
         self.model = self.backend.model
         self.optimizer = torch.optim.AdamW(self._trainable(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
-        from agents.formats import make_format
-
         # generation: the learner's own model, or a separate engine (vLLM) fed the weights after each update
         self.generator = self.backend
         if cfg.rollout_engine:
@@ -76,11 +84,17 @@ class Trainer:
             self.generator = make_backend({"max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
                                            "seed": cfg.seed, **cfg.rollout_engine, "model_path": str(export)})
         self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
-        self.judge = judges.make({"kind": "random", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge)
+        judge_cfg = {"kind": "random", "side": "any", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge
+        self.judge = judges.make(judge_cfg)
         self.rng = random.Random(cfg.seed)
+        # verification continuations run the policy as it is when they run (self.policy may be swapped)
+        self.credit = CreditAssigner(cfg, self.judge, make_estimator_factory(
+            self.env, lambda: self.policy, cfg.continuations, self.pool if cfg.batched_rollouts else None))
+        self.learner = Learner(cfg, self.model, self.backend.tokenizer, self.optimizer, self.out, self.plain_model,
+                               self.recompute_logprobs)
         if resuming:
             self._load()
-            self._truncate_metrics()
+            checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.iteration)
             self.sync_generator()
         elif resume:
             print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
@@ -88,19 +102,15 @@ class Trainer:
 
     # ---- checkpoints ------------------------------------------------------------------------
     def save(self) -> None:
-        tmp = Path(tempfile.mkdtemp(prefix="checkpoint.tmp", dir=self.out))
-        self.model.save_pretrained(str(tmp / "model"))
-        self.backend.tokenizer.save_pretrained(str(tmp / "model"))
-        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-        state = {"iteration": self.iteration, "python_rng": _encode(self.rng.getstate()),
-                 "torch_rng": self._torch_state(), "numpy_rng": _encode(np.random.get_state()),
-                 "backend_calls": self.generator._calls}
-        (tmp / "state.json").write_text(json.dumps(state))
-        old = self.out / "checkpoint.old"
-        if self.ckpt.exists():
-            os.rename(self.ckpt, old)
-        os.rename(tmp, self.ckpt)  # the switch is one rename; a kill before it leaves the previous one
-        shutil.rmtree(old, ignore_errors=True)
+        checkpoint.save(self.out, self.model, self.backend.tokenizer, self.optimizer,
+                        {"iteration": self.iteration, "python_rng": checkpoint.encode_python_rng(self.rng),
+                         "backend_calls": self.generator._calls})
+
+    def _load(self) -> None:
+        state = checkpoint.load(self.ckpt, self.optimizer)
+        self.iteration = state["iteration"]
+        checkpoint.decode_python_rng(self.rng, state["python_rng"])
+        self.generator._calls = state["backend_calls"]
 
     def _trainable(self) -> list:
         return [p for p in self.model.parameters() if p.requires_grad]
@@ -124,81 +134,29 @@ class Trainer:
         if self.generator is not self.backend:
             self.generator.load_weights(self.plain_model().state_dict().items())
 
-    @staticmethod
-    def _torch_state() -> list[int]:
-        return torch.get_rng_state().tolist()
-
-    def _load(self) -> None:
-        state = json.loads((self.ckpt / "state.json").read_text())
-        self.optimizer.load_state_dict(torch.load(self.ckpt / "optimizer.pt", weights_only=True))
-        self.iteration = state["iteration"]
-        self.rng.setstate(_decode(state["python_rng"]))
-        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
-        np.random.set_state(_decode(state["numpy_rng"]))
-        self.generator._calls = state["backend_calls"]
-
-    def _truncate_metrics(self) -> None:
-        """Rows written after the last checkpoint (a run killed mid-interval) are dropped, atomically."""
-        path = self.out / "metrics.jsonl"
-        if not path.is_file():
-            return
-        rows = [line for line in path.read_text().splitlines() if line.strip()]
-        keep = [r for r in rows if json.loads(r).get("iteration", 0) <= self.iteration]
-        atomic_write(path, "".join(r + "\n" for r in keep))
+    @property
+    def recompute_logprobs(self) -> bool:
+        flag = self.cfg.recompute_logprobs
+        return bool(self.cfg.rollout_engine) if flag is None else flag
 
     # ---- SFT warm start -----------------------------------------------------------------------
     def sft(self) -> list[float]:
-        """Cross-entropy on expert turns rendered in the policy's format (prompt tokens masked)."""
-        from dataclasses import replace
+        """Cross-entropy on expert turns rendered in the policy's format (trainers/sft.py)."""
+        from trainers.sft import expert_examples, sft_steps
 
-        from agents.baselines import ExpertPolicy
-        from agents.rollout import rollout
-        from prover_gym import restore
-        from trainers.sequences import token_logprobs
-
-        cfg, tok = self.cfg, self.backend.tokenizer
-        examples = []
-        for episode in range(cfg.sft_episodes):
-            traj = rollout(self.env, ExpertPolicy(), seed=cfg.seed * 100_003 + episode)
-            rendered = [replace(t, text=render_action(self.policy.format, t.action)) for t in traj.turns]
-            for k, turn in enumerate(rendered):
-                restore(self.env, turn.snapshot)
-                info = self.env.unwrapped._info({})
-                messages, prefix = self.policy._request(turn.observation, info, rendered[:k])
-                prompt = self.backend.prompt_ids(messages, prefix)
-                target = tok(turn.text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-                examples.append((prompt, target))
-        opt = torch.optim.AdamW(self._trainable(), lr=cfg.sft_lr)
-        losses = []
-        self.model.train()
-        for _ in range(cfg.sft_steps):
-            batch = self.rng.sample(examples, min(cfg.minibatch_size, len(examples)))
-            width = max(len(p) + len(t) for p, t in batch)
-            ids = torch.full((len(batch), width), tok.pad_token_id)
-            labels = torch.full((len(batch), width), -100)
-            attn = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, (p, t) in enumerate(batch):
-                seq = p + t
-                ids[row, :len(seq)] = torch.tensor(seq)
-                labels[row, len(p):len(seq)] = torch.tensor(t)
-                attn[row, :len(seq)] = 1
-            targets = labels != -100
-            lp = token_logprobs(self.model, {"input_ids": ids, "attention_mask": attn}, targets)
-            loss = -(lp * targets).sum() / targets.sum()  # the same mean NLL as the HF loss, LM head on targets only
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-        self.model.eval()
+        cfg = self.cfg
+        examples = expert_examples(self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed)
+        losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
+                           lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng)
         self.sync_generator()
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
             fh.write(json.dumps({"examples": len(examples), "first_loss": losses[0] if losses else None,
                                  "last_loss": losses[-1] if losses else None}) + "\n")
         return losses
 
-    # ---- one iteration ------------------------------------------------------------------------
+    # ---- rollouts -----------------------------------------------------------------------------
     def collect(self):
+        """``tasks_per_iteration`` tasks x ``group_size`` rollouts of the current policy, as groups."""
         from agents.rollout import rollout
 
         task_ids = self.env.unwrapped.task_ids()
@@ -222,132 +180,32 @@ class Trainer:
             self._pool = EnvPool(cfg.env_id, n, backend=cfg.pool_backend, **cfg.pool_options, **cfg.env_kwargs)
         return self._pool
 
+    # ---- advantages and the learner step ------------------------------------------------------
     def advantages(self, groups):
-        from judges.base import mixed_outcome
-        from trainers.advantages import grpo_advantages
-        from trainers.verification import verify_segment
+        """(per trajectory token advantages or None, CreditStats): trainers/credit.py."""
+        return self.credit(groups, self.backend.tokenizer)
 
-        cfg = self.cfg
-        per_turn, stats = [], {"verified": 0, "a_seg": [], "extra_steps": 0, "extra_tokens": 0}
-        verified_groups = 0
-        for group in groups:
-            rewards = torch.tensor([1.0 if t.won else 0.0 for t in group])
-            adv = grpo_advantages(rewards, std_normalize=cfg.std_normalize).tolist()
-            turns = [[a] * len(t.turns) for a, t in zip(adv, group)]
-            if cfg.method != "grpo" and mixed_outcome(group) and verified_groups < cfg.max_verified_groups:
-                proposal = self.judge.propose(group)
-                if proposal is not None:
-                    verified_groups += 1
-                    if cfg.method == "prover_unverified":
-                        a_seg = 1.0
-                    else:
-                        v = verify_segment(self.env, group[proposal.trajectory], proposal, self.policy, m=cfg.continuations,
-                                           pool=self.pool() if cfg.batched_rollouts else None)
-                        a_seg = v.a_seg
-                        stats["extra_steps"] += v.extra_env_steps
-                        stats["extra_tokens"] += v.extra_tokens
-                    stats["verified"] += 1
-                    stats["a_seg"].append(a_seg)
-                    if a_seg > 0 or cfg.sign == "both":
-                        for k in range(proposal.start, proposal.end + 1):
-                            turns[proposal.trajectory][k] += cfg.beta * a_seg
-            per_turn.extend(turns)
-        return per_turn, stats
-
-    def reference(self):
-        """A frozen copy of the policy as it was when RL started (after SFT), for the KL term."""
-        if self.cfg.kl_coef <= 0:
-            return None
-        if getattr(self, "_reference", None) is None:
-            import copy
-
-            ref_dir = self.out / "reference"
-            if (ref_dir / "config.json").is_file():
-                from transformers import AutoModelForCausalLM
-
-                self._reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
-            else:
-                plain = self.plain_model()  # LoRA: adapter merged into a copy
-                self._reference = (copy.deepcopy(plain) if plain is self.model else plain).eval()
-                self._reference.save_pretrained(str(ref_dir))  # so a resumed run uses the same reference
-            for p in self._reference.parameters():
-                p.requires_grad_(False)
-        return self._reference
-
-    @property
-    def recompute_logprobs(self) -> bool:
-        flag = self.cfg.recompute_logprobs
-        return bool(self.cfg.rollout_engine) if flag is None else flag
-
-    def learn(self, trajectories, per_turn) -> dict:
-        from trainers.loss import policy_loss
-        from trainers.sequences import collate, token_logprobs, turn_samples
-
-        samples = [s for s in turn_samples(trajectories, per_turn, self.backend.tokenizer) if any(s.policy_mask)]
-        if not samples:
-            return {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "samples": 0, "updates": 0}
-        cfg, pad = self.cfg, self.backend.tokenizer.pad_token_id
-        micro = [samples[i:i + cfg.minibatch_size] for i in range(0, len(samples), cfg.minibatch_size)]
-        batches = [collate(part, pad) for part in micro]
-        if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
-            with torch.no_grad():
-                for batch in batches:
-                    batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
-        tokens = [int(b["policy_mask"].sum()) for b in batches]
-        # ppo_epochs passes over the batch, each cut into updates_per_epoch optimizer steps (GRPO's mu
-        # inner iterations); 1 x 1 = one step on the whole batch, the ratio then stays 1 (on-policy)
-        n_steps = max(1, min(cfg.updates_per_epoch, len(batches)))
-        groups = [list(range(len(batches)))[k::n_steps] for k in range(n_steps)]
-        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
-        ref = self.reference()
-        self.model.train()
-        updates = 0
-        for _ in range(cfg.ppo_epochs):
-            for group in groups:
-                self.optimizer.zero_grad()
-                total = sum(tokens[i] for i in group)
-                for i in group:
-                    batch = batches[i]
-                    lp = token_logprobs(self.model, batch, batch["policy_mask"])
-                    ref_lp = None
-                    if ref is not None:
-                        with torch.no_grad():
-                            ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
-                    loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
-                                          clip_eps=cfg.clip_eps, agg=cfg.agg, ref_logprobs=ref_lp, kl_coef=cfg.kl_coef)
-                    weight = tokens[i] / total  # token-mean over the update's mini-batch
-                    (loss * weight).backward()
-                    share = weight / (n_steps * cfg.ppo_epochs)  # logs: the mean over all updates
-                    logs["loss"] += float(loss.detach()) * share
-                    logs["clip_ratio"] += m["clip_ratio"] * share
-                    logs["approx_kl_old"] += m["approx_kl_old"] * share
-                    logs["kl"] += m.get("kl", 0.0) * share
-                torch.nn.utils.clip_grad_norm_(self._trainable(), 1.0)
-                self.optimizer.step()
-                updates += 1
-        self.model.eval()
+    def learn(self, trajectories, advantages) -> dict:
+        logs = self.learner.learn(trajectories, advantages)
         self.sync_generator()
-        logs["samples"] = len(samples)
-        logs["updates"] = updates
         return logs
 
     def step(self) -> dict:
         t0 = time.time()
         groups = self.collect()
         trajectories = [t for g in groups for t in g]
-        per_turn, pstats = self.advantages(groups)
-        logs = self.learn(trajectories, per_turn)
+        advantages, credit = self.advantages(groups)
+        logs = self.learn(trajectories, advantages)
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
         self.iteration += 1
         row = {"iteration": self.iteration, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
                "success": sum(t.won for t in trajectories) / len(trajectories), **logs,
-               "env_steps": steps, "tokens": tokens,
-               "prover/verified_segments": pstats["verified"],
-               "prover/mean_segment_advantage": (sum(pstats["a_seg"]) / len(pstats["a_seg"])) if pstats["a_seg"] else 0.0,
-               "prover/extra_tokens_ratio": pstats["extra_tokens"] / max(tokens, 1),
-               "prover/extra_env_steps_ratio": pstats["extra_steps"] / max(steps, 1),
+               "env_steps": steps, "tokens": tokens, **credit.metrics(),
+               "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
+               "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
+               **success_by_group(trajectories),
                "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
@@ -368,7 +226,7 @@ class Trainer:
         """SFT (when configured and not yet done), then iterations up to ``cfg.iterations``, saving a
         checkpoint every ``checkpoint_every``; ``desc`` labels the progress bar."""
         rows = []
-        if self.iteration == 0 and self.cfg.sft_steps > 0 and not (self.ckpt / "state.json").is_file():
+        if self.iteration == 0 and self.cfg.sft_steps > 0 and not checkpoint.has_checkpoint(self.out):
             self.sft()
         from tqdm import tqdm
 
@@ -391,53 +249,16 @@ class Trainer:
             self._pool = None
 
 
-class _TensorBoardSink:
-    def __init__(self, out: Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError as exc:  # torch's writer needs the tensorboard package
-            raise RuntimeError("loggers: tensorboard needs `pip install tensorboard`") from exc
-        self.writer = SummaryWriter(str(out / "tensorboard"))
-
-    def log(self, row: dict, step: int) -> None:
-        for k, v in row.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.writer.add_scalar(k, v, step)
-        self.writer.flush()
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-class _WandbSink:
-    def __init__(self, cfg: TrainConfig, out: Path):
-        try:
-            import wandb
-        except ImportError as exc:
-            raise RuntimeError("loggers: wandb needs `pip install wandb`") from exc
-        os.environ.setdefault("WANDB_MODE", "offline")  # no network unless the user says so
-        self.run = wandb.init(project=cfg.wandb_project, dir=str(out), config=cfg.to_dict(), resume="allow",
-                              id=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12])
-
-    def log(self, row: dict, step: int) -> None:
-        self.run.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=step)
-
-    def close(self) -> None:
-        self.run.finish()
-
-
-def make_sink(kind: str, cfg: TrainConfig, out: Path):
-    return _TensorBoardSink(out) if kind == "tensorboard" else _WandbSink(cfg, out)
-
-
-def render_action(fmt, action: str) -> str:
-    """An expert action written the way the policy's format expects the model to write it."""
-    from agents.formats import SearchR1Format
-
-    if isinstance(fmt, SearchR1Format):
-        verb, arg = action.split("[", 1)
-        return f"<think>I should {verb} now.</think><{verb}> {arg[:-1]} </{verb}>"
-    return f"<think>The next step is {action}.</think><action>{action}</action>"
+def success_by_group(trajectories) -> dict:
+    """``success/<task type or data source>`` over the iteration's episodes, where the env reports one."""
+    totals: dict[str, list[int]] = {}
+    for t in trajectories:
+        info = t.turns[0].info if t.turns else {}
+        for key in TASK_GROUP_KEYS:
+            if info.get(key):
+                totals.setdefault(f"success/{info[key]}", []).append(int(t.won))
+                break
+    return {k: sum(v) / len(v) for k, v in sorted(totals.items())}
 
 
 def _is_peft(model) -> bool:
@@ -455,30 +276,6 @@ def _with_lora(model, spec: dict):
     return get_peft_model(model, config)
 
 
-def _seed_all(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _encode(state):
-    if isinstance(state, tuple):
-        return {"t": [_encode(x) for x in state]}
-    if isinstance(state, np.ndarray):
-        return {"a": state.tolist()}
-    return state
-
-
-def _decode(state):
-    if isinstance(state, dict) and "t" in state:
-        return tuple(_decode(x) for x in state["t"])
-    if isinstance(state, dict) and "a" in state:
-        return np.array(state["a"], dtype=np.uint32)
-    if isinstance(state, list):
-        return tuple(state)
-    return state
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m trainers.train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="YAML config (configs/train/*.yaml)")
@@ -488,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config, args.overrides)
     trainer = Trainer(cfg, resume=args.resume)
     for row in trainer.run():
-        print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/verified_segments")}), flush=True)
+        print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/proposed_segments",
+                                          "prover/verified_segments", "prover/credited_segments")}), flush=True)
     return 0
 
 

@@ -1,23 +1,29 @@
 """ProVer's verification: estimate a proposed segment's advantage from observed outcomes.
 
-The state before turn ``start`` is the snapshot the trajectory stored with that turn; the state
-after turn ``end`` is the snapshot stored with turn ``end + 1`` — or, when the segment ends the
-episode, the terminal state, whose outcome is the trajectory's own. From each, M continuations of
-the current policy are run and
-    A_seg = success_rate(after) - success_rate(before).
-The extra env steps and generated tokens are counted for ``prover/extra_*_ratio``.
+A turn boundary ``k`` of a trajectory is the state before its turn ``k`` (the snapshot stored
+with that turn); boundary ``len(turns)`` is the state the episode ended in. Its value V(k) is
+estimated by the success rate of M continuations of the current policy from that state, except
+where it is free:
+- V(terminal) is the trajectory's own outcome, exactly (no continuations);
+- V(0), the task's initial state, is already estimated by the group's own G rollouts, sampled
+  from that state by the same policy (``group_outcomes``).
+Then, for a proposal of turns s..e,
+    A_seg = V(e + 1) - V(s)
+together with a one-sided p-value of "V(e + 1) > V(s)" (Fisher's exact test, or a binomial tail
+when one side is exact) for the optional significance gate. The extra env steps and generated
+tokens are counted for ``prover/extra_*_ratio``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from agents.rollout import rollout_batch, rollout_from
 from agents.trajectory import Trajectory
 from judges.base import Proposal
-from trainers.advantages import segment_advantage
+from trainers.advantages import improvement_p_value, segment_advantage
 
 
 @dataclass
@@ -28,29 +34,85 @@ class Verification:
     extra_env_steps: int
     extra_tokens: int
     continuations: list[Trajectory]
+    before_source: str = "continuations"  # continuations | group (the group's own rollouts) | terminal
+    after_source: str = "continuations"  # continuations | terminal (the trajectory's own outcome)
+    p_value: float = 1.0
 
 
-def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4, *, pool=None) -> Verification:
-    """With ``pool`` (an ``EnvPool`` of at least ``m`` envs, ideally ``2m``), the continuations run
-    in lock-step batches through ``rollout_batch``; otherwise one after another in ``env``."""
+@dataclass
+class ValueEstimator:
+    """Success rates of ``m`` continuations of ``policy`` from turn boundaries of trajectories.
+
+    With ``pool`` (an ``EnvPool``), every continuation asked for in one call runs in lock-step
+    batches through ``rollout_batch`` (one generation batch per turn); otherwise one after another
+    in ``env``. Cost counters accumulate over calls.
+    """
+
+    env: object
+    policy: object
+    m: int = 4
+    pool: object = None
+    extra_env_steps: int = 0
+    extra_tokens: int = 0
+    runs: int = 0
+    continuations: list = field(default_factory=list, repr=False)
+
+    def __post_init__(self):
+        if self.m < 1:
+            raise ValueError(f"m must be >= 1, got {self.m}")
+
+    def outcomes(self, points: list[tuple[Trajectory, int]], m: int | None = None) -> list[list[bool]]:
+        """For each (trajectory, boundary k): the won flags of ``m`` continuations from the state
+        before turn k, or ``[trajectory.won]`` for the terminal boundary ``k == len(turns)``."""
+        m = self.m if m is None else m
+        starts, owners = [], []
+        for p, (traj, k) in enumerate(points):
+            if not 0 <= k <= len(traj.turns):
+                raise ValueError(f"boundary {k} is outside 0..{len(traj.turns)}")
+            if k < len(traj.turns):
+                starts += [(traj.turns[k].snapshot, traj.turns[:k], traj.task_id, traj.task)] * m
+                owners += [p] * m
+        runs: list[Trajectory] = []
+        if self.pool is not None and len(self.pool) >= 1 and starts:
+            width = len(self.pool)
+            for first in range(0, len(starts), width):
+                chunk = starts[first:first + width]
+                runs += rollout_batch(self.pool, self.policy, starts=chunk, indices=list(range(len(chunk))))
+        else:
+            for snap, history, task_id, task in starts:
+                runs.append(rollout_from(self.env, snap, self.policy, history, task_id=task_id, task=task))
+        out: list[list[bool]] = [[traj.won] if k == len(traj.turns) else [] for traj, k in points]
+        for p, run in zip(owners, runs):
+            out[p].append(run.won)
+        self.extra_env_steps += sum(len(r.turns) for r in runs)
+        self.extra_tokens += sum(len(t.token_ids or []) for r in runs for t in r.turns)
+        self.runs += len(runs)
+        self.continuations = runs
+        return out
+
+
+def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4, *, pool=None,
+                   group_outcomes: list[bool] | None = None, estimator: ValueEstimator | None = None) -> Verification:
+    """A_seg of turns ``proposal.start..proposal.end`` of ``traj`` (see the module docstring).
+
+    ``group_outcomes``: the won flags of the group's rollouts of this task, which estimate V(0) for
+    free when the segment starts at turn 0. ``estimator``: reuse one (its counters accumulate);
+    else one is made from ``env``, ``policy``, ``m`` and ``pool``.
+    """
     if not 0 <= proposal.start <= proposal.end < len(traj.turns):
         raise ValueError(f"proposal turns {proposal.start}..{proposal.end} are outside 0..{len(traj.turns) - 1}")
-    if m < 1:
-        raise ValueError(f"m must be >= 1, got {m}")
-    runs: list[Trajectory] = []
-    sides = [proposal.start] + ([proposal.end + 1] if proposal.end + 1 < len(traj.turns) else [])
-    starts = [(traj.turns[k].snapshot, traj.turns[:k], traj.task_id, traj.task) for k in sides for _ in range(m)]
-    if pool is not None and len(pool) >= m:
-        width = len(pool) - len(pool) % m  # whole sides per batch
-        for first in range(0, len(starts), width):
-            chunk = starts[first:first + width]
-            runs += rollout_batch(pool, policy, starts=chunk, indices=list(range(len(chunk))))
-    else:
-        for snap, history, task_id, task in starts:
-            runs.append(rollout_from(env, snap, policy, history, task_id=task_id, task=task))
-    before = [r.won for r in runs[:m]]
-    after = [r.won for r in runs[m:2 * m]] if len(sides) == 2 else [traj.won] * m
+    est = estimator or ValueEstimator(env, policy, m, pool)
+    steps0, tokens0 = est.extra_env_steps, est.extra_tokens
+    after_k = proposal.end + 1
+    reuse_before = proposal.start == 0 and bool(group_outcomes)
+    points = [] if reuse_before else [(traj, proposal.start)]
+    points.append((traj, after_k))
+    values = est.outcomes(points, m)
+    before = list(group_outcomes) if reuse_before else values[0]
+    after = values[-1]
+    after_known = after_k == len(traj.turns)
     a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
-    steps = sum(len(r.turns) for r in runs)
-    tokens = sum(len(t.token_ids or []) for r in runs for t in r.turns)
-    return Verification(a_seg, before, after, steps, tokens, runs)
+    p = improvement_p_value(after, before, after_known=after_known)
+    return Verification(a_seg, before, after, est.extra_env_steps - steps0, est.extra_tokens - tokens0,
+                        est.continuations, "group" if reuse_before else "continuations",
+                        "terminal" if after_known else "continuations", p)

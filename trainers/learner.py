@@ -1,0 +1,98 @@
+"""The learner step: turn samples -> clipped policy loss (trainers/loss.py) -> optimizer steps.
+
+``ppo_epochs`` passes over the iteration's batch, each cut into ``updates_per_epoch`` optimizer
+steps (GRPO's mu inner iterations); old log-probs are fixed before the first step (recomputed by
+the learner when a separate engine sampled them). The loss is a token mean over each update's
+mini-batch, accumulated over micro-batches of ``minibatch_size`` samples.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+
+from trainers.loss import policy_loss
+from trainers.sequences import collate, token_logprobs, turn_samples
+
+EMPTY = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "samples": 0, "updates": 0}
+
+
+class Learner:
+    def __init__(self, cfg, model, tokenizer, optimizer, out: Path, plain_model, recompute_logprobs: bool):
+        self.cfg, self.model, self.tokenizer, self.optimizer = cfg, model, tokenizer, optimizer
+        self.out, self.plain_model, self.recompute_logprobs = out, plain_model, recompute_logprobs
+        self._reference = None
+
+    def trainable(self) -> list:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def reference(self):
+        """A frozen copy of the policy as it was when RL started (after SFT), for the KL term; saved
+        beside the run so a resumed run uses the same one."""
+        if self.cfg.kl_coef <= 0:
+            return None
+        if self._reference is None:
+            ref_dir = self.out / "reference"
+            if (ref_dir / "config.json").is_file():
+                from transformers import AutoModelForCausalLM
+
+                self._reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
+            else:
+                plain = self.plain_model()  # LoRA: adapter merged into a copy
+                self._reference = (copy.deepcopy(plain) if plain is self.model else plain).eval()
+                self._reference.save_pretrained(str(ref_dir))
+            for p in self._reference.parameters():
+                p.requires_grad_(False)
+        return self._reference
+
+    def learn(self, trajectories, advantages) -> dict:
+        """``advantages[i]``: trajectory i's token advantages (or per-turn list); None leaves it out."""
+        kept = [(t, a) for t, a in zip(trajectories, advantages) if a is not None]
+        samples = [s for s in turn_samples([t for t, _ in kept], [a for _, a in kept], self.tokenizer)
+                   if any(s.policy_mask)]
+        if not samples:
+            return dict(EMPTY)
+        cfg, pad = self.cfg, self.tokenizer.pad_token_id
+        micro = [samples[i:i + cfg.minibatch_size] for i in range(0, len(samples), cfg.minibatch_size)]
+        batches = [collate(part, pad) for part in micro]
+        if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
+            with torch.no_grad():
+                for batch in batches:
+                    batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
+        tokens = [int(b["policy_mask"].sum()) for b in batches]
+        n_steps = max(1, min(cfg.updates_per_epoch, len(batches)))
+        steps = [list(range(len(batches)))[k::n_steps] for k in range(n_steps)]
+        logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
+        ref = self.reference()
+        self.model.train()
+        updates = 0
+        for _ in range(cfg.ppo_epochs):
+            for step in steps:
+                self.optimizer.zero_grad()
+                total = sum(tokens[i] for i in step)
+                for i in step:
+                    batch = batches[i]
+                    lp = token_logprobs(self.model, batch, batch["policy_mask"])
+                    ref_lp = None
+                    if ref is not None:
+                        with torch.no_grad():
+                            ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
+                    loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
+                                          clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, agg=cfg.agg,
+                                          ref_logprobs=ref_lp, kl_coef=cfg.kl_coef)
+                    weight = tokens[i] / total  # token-mean over the update's mini-batch
+                    (loss * weight).backward()
+                    share = weight / (n_steps * cfg.ppo_epochs)  # logs: the mean over all updates
+                    logs["loss"] += float(loss.detach()) * share
+                    logs["clip_ratio"] += m["clip_ratio"] * share
+                    logs["approx_kl_old"] += m["approx_kl_old"] * share
+                    logs["kl"] += m.get("kl", 0.0) * share
+                torch.nn.utils.clip_grad_norm_(self.trainable(), 1.0)
+                self.optimizer.step()
+                updates += 1
+        self.model.eval()
+        logs["samples"] = len(samples)
+        logs["updates"] = updates
+        return logs

@@ -1,0 +1,70 @@
+"""SFT warm start: cross-entropy on expert turns rendered in the policy's prompt format (prompt
+tokens masked, the LM head computed on target positions only)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import torch
+
+from agents.baselines import ExpertPolicy
+from agents.rollout import rollout
+from prover_gym import restore
+from trainers.sequences import token_logprobs
+
+
+def render_action(fmt, action: str) -> str:
+    """An expert action written the way the policy's format expects the model to write it."""
+    from agents.formats import SearchR1Format
+
+    if isinstance(fmt, SearchR1Format):
+        verb, arg = action.split("[", 1)
+        return f"<think>I should {verb} now.</think><{verb}> {arg[:-1]} </{verb}>"
+    return f"<think>The next step is {action}.</think><action>{action}</action>"
+
+
+def expert_examples(env, policy, backend, episodes: int, seed: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, target ids + EOS) for every turn of ``episodes`` expert episodes, each prompt
+    built exactly as ``policy`` builds it at rollout time."""
+    tok = backend.tokenizer
+    examples = []
+    for episode in range(episodes):
+        traj = rollout(env, ExpertPolicy(), seed=seed * 100_003 + episode)
+        rendered = [replace(t, text=render_action(policy.format, t.action)) for t in traj.turns]
+        for k, turn in enumerate(rendered):
+            restore(env, turn.snapshot)
+            _, info, _, _ = env.unwrapped.current_state()
+            messages, prefix = policy._request(turn.observation, info, rendered[:k])
+            prompt = backend.prompt_ids(messages, prefix)
+            target = tok(turn.text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            examples.append((prompt, target))
+    return examples
+
+
+def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float, pad_id: int,
+              rng: random.Random) -> list[float]:
+    """``steps`` AdamW steps on random mini-batches of ``examples``; returns the losses."""
+    opt = torch.optim.AdamW(params, lr=lr)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        batch = rng.sample(examples, min(batch_size, len(examples)))
+        width = max(len(p) + len(t) for p, t in batch)
+        ids = torch.full((len(batch), width), pad_id)
+        targets = torch.zeros((len(batch), width), dtype=torch.bool)
+        attn = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (p, t) in enumerate(batch):
+            seq = p + t
+            ids[row, :len(seq)] = torch.tensor(seq)
+            targets[row, len(p):len(seq)] = True
+            attn[row, :len(seq)] = 1
+        lp = token_logprobs(model, {"input_ids": ids, "attention_mask": attn}, targets)
+        loss = -(lp * targets).sum() / targets.sum()  # the same mean NLL as the HF loss, LM head on targets only
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
