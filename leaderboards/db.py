@@ -51,9 +51,11 @@ CREATE TABLE IF NOT EXISTS judge_precision (
     proposals INTEGER NOT NULL,
     hits INTEGER NOT NULL,
     precision REAL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    extra TEXT NOT NULL DEFAULT '{}'  -- JSON: mean_a_seg, agreement (with the exhaustive judge), continuation policy
 );
 """
+PRECISION_COLUMNS = ("env", "judge", "groups", "proposals", "hits", "precision", "extra")
 
 RESULT_COLUMNS = ("key", "preset", "env", "env_id", "method", "split", "seed", "config_hash", "commit_id", "episodes",
                   "success", "score", "groups", "env_steps", "tokens", "invalid_actions", "train_seconds",
@@ -68,6 +70,9 @@ class ResultsDB:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=FULL")
         self.conn.executescript(SCHEMA)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(judge_precision)")}
+        if "extra" not in columns:  # a results file from before judge precision was measured by verification
+            self.conn.execute("ALTER TABLE judge_precision ADD COLUMN extra TEXT NOT NULL DEFAULT '{}'")
         self.conn.commit()
 
     def close(self) -> None:
@@ -112,24 +117,33 @@ class ResultsDB:
 
     # ---- judge precision ----------------------------------------------------------------------
     def get_precision(self, key: str) -> dict | None:
-        row = self.conn.execute("SELECT env, judge, groups, proposals, hits, precision FROM judge_precision WHERE key = ?",
+        row = self.conn.execute(f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE key = ?",
                                 (key,)).fetchone()
-        return dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), row)) if row else None
+        return _precision(row) if row else None
 
     def put_precision(self, key: str, preset: str, env: str, judge: str, config_hash: str, stats: dict) -> None:
+        """``stats``: groups, proposals, hits, precision, and any extras (kept as JSON)."""
+        extra = {k: v for k, v in stats.items() if k not in ("groups", "proposals", "hits", "precision")}
         with self.conn:
             self.conn.execute(
-                "INSERT OR REPLACE INTO judge_precision VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO judge_precision (key, preset, env, judge, config_hash, groups, proposals, hits, "
+                "precision, created, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, preset, env, judge, config_hash, stats["groups"], stats["proposals"], stats["hits"],
-                 stats["precision"], time.time()))
+                 stats["precision"], time.time(), json.dumps(extra)))
 
     def precisions(self, preset: str) -> list[dict]:
-        rows = self.conn.execute("SELECT env, judge, groups, proposals, hits, precision FROM judge_precision "
+        rows = self.conn.execute(f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision "
                                  "WHERE preset = ? ORDER BY created", (preset,))
         latest = {}
         for r in rows:  # the newest measurement per env and judge
-            latest[(r[0], r[1])] = dict(zip(("env", "judge", "groups", "proposals", "hits", "precision"), r))
+            latest[(r[0], r[1])] = _precision(r)
         return [latest[k] for k in sorted(latest)]
+
+
+def _precision(row) -> dict:
+    out = dict(zip(PRECISION_COLUMNS, row))
+    out.update(json.loads(out.pop("extra") or "{}"))
+    return out
 
 
 def _decode(row: dict) -> dict:

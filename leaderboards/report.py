@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prover_gym.cache import atomic_write
 
-METHOD_ORDER = ("random", "expert", "sft", "grpo", "prover", "prover_random", "prover_unverified")
+METHOD_ORDER = ("random", "expert", "sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
 
 
@@ -176,7 +176,7 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             ax.legend(fontsize=7)
         out["task_types.png"] = png(fig)
 
-    # judge precision vs the oracle
+    # judge precision by verification
     prec = [p for p in db.precisions(preset) if p["env"] in envs and p["precision"] is not None]
     if prec:
         kinds = sorted({p["judge"] for p in prec})
@@ -187,8 +187,8 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             ax.bar([i + k * width for i in range(len(envs))], [100 * v for v in vals], width, label=kind)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(envs))])
         ax.set_xticklabels(envs)
-        ax.set_ylabel("precision vs oracle (%)")
-        ax.set_title("judge precision (one-slip groups)")
+        ax.set_ylabel("proposals verifying A_seg > 0 (%)")
+        ax.set_title("judge precision by verification (one-slip groups)")
         ax.legend(fontsize=7)
         out["judge_precision.png"] = png(fig)
     return out
@@ -210,6 +210,13 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
   });
 });
 """
+
+
+def _precision_table(prec: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "judge", "groups", "proposals", "precision", "mean A_seg", "agreement"]
+    body = [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"]),
+             "n/a" if p.get("mean_a_seg") is None else f"{p['mean_a_seg']:+.2f}", _fmt(p.get("agreement"))] for p in prec]
+    return header, body
 
 
 def _html_table(header, body) -> str:
@@ -236,9 +243,11 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
     for env, h, b in groups:
         md += [f"## {env}: success by group", "", _md(h, b), ""]
     if prec:
-        md += ["## Judge precision against the oracle (one-slip groups)", "",
-               _md(["env", "judge", "groups", "proposals", "precision"],
-                   [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"])] for p in prec]), ""]
+        md += ["## Judge precision by verification (one-slip groups)", "",
+               "Precision: the share of a judge's proposals whose verified A_seg is > 0 (the only ones ProVer credits); "
+               "agreement: the share that name the exhaustive judge's best verified turn. Continuations: "
+               f"{prec[0].get('continuation', 'n/a')}, M = {prec[0].get('m', 'n/a')} per side.", "",
+               _md(*_precision_table(prec)), ""]
     paths.append(atomic_write(out / "leaderboard.md", "\n".join(md)))
 
     buf = io.StringIO()
@@ -268,9 +277,7 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
     for env, h, b in groups:
         parts += [f"<h2>{html.escape(env)}: success by group</h2>", _html_table(h, b)]
     if prec:
-        parts += ["<h2>Judge precision against the oracle</h2>",
-                  _html_table(["env", "judge", "groups", "proposals", "precision"],
-                              [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"])] for p in prec])]
+        parts += ["<h2>Judge precision by verification</h2>", _html_table(*_precision_table(prec))]
     for name, data in images.items():
         parts.append(f'<h2>{html.escape(name[:-4].replace("_", " "))}</h2>'
                      f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')

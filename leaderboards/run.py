@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 BASELINES = ("random", "expert")
-TRAINED = ("sft", "grpo", "prover", "prover_random", "prover_unverified")
+TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
 PRESET_KEYS = {"name", "model", "backend", "seeds", "methods", "ablations", "judge", "judge_precision", "eval",
                "train", "envs"}
 
@@ -257,7 +257,9 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
     if curve:
         for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
             extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)
-        extra["prover/verified_segments"] = sum(r.get("prover/verified_segments", 0) for r in curve)
+        for k in ("prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
+                  "prover/positive_segments"):
+            extra[k] = sum(r.get(k, 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
     return {"model_dir": str(run_dir / "checkpoint" / "model"), "curve": curve, "train_seconds": round(seconds, 2),
             "extra": extra}
@@ -265,23 +267,39 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
 
 # ---- judge precision ----------------------------------------------------------------------------
 def judge_precision(preset: dict, env_name: str, db) -> None:
+    """Each judge kind on one-slip groups, measured by verification: the share of its proposals whose
+    A_seg (``m`` continuations of a noisy expert, ``eps`` random turns) is > 0, the mean A_seg, and the
+    agreement with the exhaustive judge's best verified turn (trainers/judge_eval.py)."""
+    import gymnasium as gym
+
     import judges
-    from judges.evaluate import precision_against_oracle, slip_groups
+    from judges.evaluate import NoisyExpert, slip_groups
+    from trainers.judge_eval import verified_precision
+    from trainers.verification import ValueEstimator
 
     spec = preset.get("judge_precision") or {}
     if not spec.get("tasks"):
         return
     env_cfg = preset["envs"][env_name]
-    kinds = spec.get("kinds", ["random", "first_divergence", "oracle"])
-    digest = config_hash([env_cfg, spec])
+    kinds = spec.get("kinds", ["random", "first_divergence", "oracle", "exhaustive"])
+    digest = config_hash([env_cfg, spec, "verified"])
     todo = [k for k in kinds if db.get_precision(f"{preset['name']}|{env_name}|{k}|{digest}") is None]
     if not todo:
         return
     groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0,
                          slack=spec.get("slack"))
-    for kind in todo:
-        stats = precision_against_oracle(judges.make({"kind": kind}), groups)
+    env = gym.make(env_cfg["env_id"], **env_cfg["eval_kwargs"])
+    eps, m = spec.get("eps", 0.3), spec.get("m", 4)
+    for kind in todo:  # each judge gets the same continuation policy, seeded the same
+        estimator = ValueEstimator(env, NoisyExpert(eps, seed=0), m)
+        reference = judges.make({"kind": "exhaustive"}).bind(ValueEstimator(env, NoisyExpert(eps, seed=1), m))
+        judge = judges.make({"kind": kind})
+        if hasattr(judge, "bind"):
+            judge.bind(ValueEstimator(env, NoisyExpert(eps, seed=2), m))
+        stats = verified_precision(judge, groups, estimator, reference=reference)
+        stats.update(continuation=f"noisy expert eps={eps}", m=m)
         db.put_precision(f"{preset['name']}|{env_name}|{kind}|{digest}", preset["name"], env_name, kind, digest, stats)
+    env.close()
 
 
 # ---- the run -------------------------------------------------------------------------------------

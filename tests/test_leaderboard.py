@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = [sys.executable, str(ROOT / "leaderboards" / "run.py")]
-METHODS = ["random", "expert", "sft", "grpo", "prover"]
+METHODS = ["random", "expert", "sft", "grpo", "gigpo", "prover"]
 ENVS = ["searchqa", "webshop", "alfworld"]
 
 
@@ -58,6 +58,11 @@ def test_smoke_tables(smoke):
     for col in ("searchqa success", "webshop score", "webshop success", "alfworld success", "average success",
                 "vs GRPO (relative)", "ProVer extra tokens"):
         assert col in header
+    # judge precision is measured by verification, for every kind of the preset, the exhaustive bound included
+    assert "## Judge precision by verification" in md and "| env | judge | groups | proposals | precision | mean A_seg | agreement |" in md
+    judges_seen = {p["judge"] for p in doc["judge_precision"]}
+    assert judges_seen == {"random", "first_divergence", "oracle", "exhaustive"}
+    assert all(p["continuation"].startswith("noisy expert") for p in doc["judge_precision"])
     assert "pick_and_place_simple" in md  # ALFWorld's per-task-type table
     page = (out / "leaderboard.html").read_text()
     assert "class=\"sortable\"" in page and "data:image/png;base64," in page and "<script>" in page
@@ -183,4 +188,27 @@ def test_superseded_rows_are_not_averaged_in(tmp_path):
     db.put_precision("k1", "p", "alfworld", "random", "a", stats)
     db.put_precision("k2", "p", "alfworld", "random", "b", {**stats, "hits": 3, "precision": 1.0})
     assert [p["precision"] for p in db.precisions("p")] == [1.0]
+    db.put_precision("k3", "p", "alfworld", "random", "c", {**stats, "mean_a_seg": 0.25, "agreement": 0.5})
+    assert db.precisions("p")[0]["mean_a_seg"] == 0.25 and db.precisions("p")[0]["agreement"] == 0.5
+    db.close()
+
+
+def test_a_results_file_from_before_verified_precision_opens_and_takes_new_rows(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.db import ResultsDB
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(str(path))
+    conn.execute("CREATE TABLE judge_precision (key TEXT PRIMARY KEY, preset TEXT NOT NULL, env TEXT NOT NULL, "
+                 "judge TEXT NOT NULL, config_hash TEXT NOT NULL, groups INTEGER NOT NULL, proposals INTEGER NOT NULL, "
+                 "hits INTEGER NOT NULL, precision REAL, created REAL NOT NULL)")
+    conn.execute("INSERT INTO judge_precision VALUES ('old', 'p', 'webshop', 'oracle', 'h', 2, 2, 2, 1.0, 1.0)")
+    conn.commit()
+    conn.close()
+    db = ResultsDB(path)
+    assert db.precisions("p") == [{"env": "webshop", "judge": "oracle", "groups": 2, "proposals": 2, "hits": 2,
+                                   "precision": 1.0}]
+    db.put_precision("new", "p", "webshop", "oracle", "h2", {"groups": 2, "proposals": 2, "hits": 1, "precision": 0.5,
+                                                              "agreement": 1.0})
+    assert db.precisions("p")[0]["agreement"] == 1.0
     db.close()
