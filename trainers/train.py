@@ -228,6 +228,7 @@ class Trainer:
         rows = []
         if self.iteration == 0 and self.cfg.sft_steps > 0 and not checkpoint.has_checkpoint(self.out):
             self.sft()
+            self.save()  # iteration 0: a resume (or iterations=0, SFT only) keeps the SFT model
         from tqdm import tqdm
 
         bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=desc or self.cfg.method, unit="it",
