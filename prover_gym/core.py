@@ -155,6 +155,11 @@ class TextEnv(gym.Env):
         env with the same id and fingerprint."""
         raise NotImplementedError
 
+    def _step_limit(self) -> int:
+        """The current episode's step limit: ``max_steps``, or less where an env derives a per-task
+        budget from the task (it must depend on the task only, so snapshots stay exact)."""
+        return self.max_steps
+
     def state_key(self) -> str:
         """The identity of the current state, equal for two states from which every action sequence
         gives the same observations and outcomes: the task, the done flags and the env-specific state,
@@ -213,7 +218,7 @@ class TextEnv(gym.Env):
         outcome = self._invalid(action_text, problem) if problem else self._apply(action_text)
         self._terminated = bool(outcome.terminated)
         self._won = bool(outcome.won)
-        self._truncated = not self._terminated and self._step >= self.max_steps
+        self._truncated = not self._terminated and self._step >= self._step_limit()
         self._last_obs = self._clip(outcome.observation)
         reward = float(outcome.reward)
         return self._last_obs, reward, self._terminated, self._truncated, self._info(outcome.info)

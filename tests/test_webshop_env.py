@@ -157,3 +157,39 @@ def test_snapshot_restore_property(env, seed, prefix, suffix):
     assert _run(env, suffix) == original
     other = branch(pickle.loads(pickle.dumps(snap)), 1)[0]
     assert _run(other, suffix) == original
+
+
+def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
+    """start='item' opens on the target's item page; budget_slack=0 allows exactly the goal's option clicks
+    and the purchase, so the expert wins and one wrong option click fails the episode."""
+    from agents.baselines import ExpertPolicy
+    from agents.rollout import rollout
+    from prover_gym import restore, snapshot
+
+    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=0)
+    obs, info = env.reset(seed=3)
+    assert "Buy Now" in obs and "click[buy now]" in info["admissible_actions"]
+    seed = next(s for s in range(50) if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"]
+                and (env.reset(seed=s) and env.unwrapped.goal_option_count() >= 1))
+    good = rollout(env, ExpertPolicy(), seed=seed)
+    assert good.won and len(good.turns) == env.unwrapped.goal_option_count() + 1
+    env.reset(seed=seed)
+    right = {t.action for t in good.turns}
+    wrong = next(a for a in env.unwrapped.admissible_actions() if a not in right
+                 and a not in ("click[< prev]", "click[back to search]", "click[description]", "click[features]",
+                               "click[reviews]"))
+    snap = snapshot(env)
+    env.step(wrong)
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
+        done = term or trunc
+    assert not info["won"]  # the budget had no step left to undo the wrong option
+    restore(env, snap)  # the per-task budget is part of the exact state
+    for turn in good.turns:
+        _, _, term, trunc, info = env.step(turn.action)
+    assert info["won"] and term
+    with pytest.raises(ValueError, match="budget_slack"):
+        gym.make("prover/WebShop-v0", split="test", budget_slack=0)
+    with pytest.raises(ValueError, match="start="):
+        gym.make("prover/WebShop-v0", split="test", start="cart")

@@ -38,17 +38,31 @@ class WebShopEnv(TextEnv):
         shuffle_seed: the goal shuffle (233, as the original).
         max_steps: step limit (15, as verl-agent).
         invalid_feedback: prefix the observation of a rejected action with the reason.
+        start: ``"search"`` (the original: the search page) or ``"item"``: the episode starts on the
+            target product's item page (as if its title had been searched and its result clicked), so
+            the task is to choose the instruction's options and buy. With ``max_steps`` = the number
+            of the goal's options + 1 there is no step to undo a wrong option click: each click is a
+            pivotal decision (``info["goal_options"]`` is not shown; the instruction names them).
+        budget_slack: with ``start="item"``, a per-task step budget of (the goal's options on the
+            page) + 1 (buy) + ``budget_slack`` (capped by ``max_steps``): 0 = every click must be
+            right, so a wrong option or a detour is final. None = ``max_steps`` only.
     """
 
     env_id = "prover/WebShop-v0"
 
     def __init__(self, split: str = "train", data: str | None = None, *, goal_source: str | None = None,
                  num_products: int | None = None, seed: int = 0, shuffle_seed: int = 233, max_steps: int = 15,
-                 invalid_feedback: bool = True, observation_mode: str = "text", render_mode: str | None = None):
+                 invalid_feedback: bool = True, observation_mode: str = "text", start: str = "search",
+                 budget_slack: int | None = None, render_mode: str | None = None):
         make_kwargs = dict(split=split, data=data, goal_source=goal_source, num_products=num_products, seed=seed,
                            shuffle_seed=shuffle_seed, max_steps=max_steps, invalid_feedback=invalid_feedback,
-                           observation_mode=observation_mode)
+                           observation_mode=observation_mode, start=start, budget_slack=budget_slack)
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
+        if start not in ("search", "item"):
+            raise ValueError(f"start={start!r}; use 'search' (the original) or 'item' (the target's item page)")
+        if budget_slack is not None and (start != "item" or budget_slack < 0):
+            raise ValueError(f"budget_slack={budget_slack!r} needs start='item' and a value >= 0")
+        self.start, self.budget_slack = start, budget_slack
         if observation_mode != "text":
             raise ValueError(f"observation_mode={observation_mode!r}; only 'text' (the original's simple mode) is provided")
         if data is None:
@@ -78,7 +92,8 @@ class WebShopEnv(TextEnv):
         self.catalog, self.goals, self.shop, digest = shared(key, build)
         self.goal_source, self.split, self.invalid_feedback = goal_source, split, invalid_feedback
         self._ids = [str(i) for i in split_goals(len(self.goals), split, goal_source)]
-        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, digest, split, max_steps, invalid_feedback]).encode()).hexdigest()
+        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, digest, split, max_steps, invalid_feedback]
+                                                    + ([start, budget_slack] if start != "search" else [])).encode()).hexdigest()
         self._goal: dict | None = None
         self._state = ShopState()
 
@@ -95,7 +110,23 @@ class WebShopEnv(TextEnv):
     def _load_task(self, task_id: str) -> str:
         self._goal = self.goals[int(task_id)]
         self._state = ShopState()
+        if self.start == "item":
+            target = self._goal["asin"]
+            query = self.catalog.by_asin[target]["Title"].lower()
+            self._state = ShopState(page="item", keywords=query, asin=target, visited=frozenset({target}))
         return self._page()
+
+    def goal_option_count(self) -> int:
+        """How many of the goal's options the target product offers (the clicks an expert makes)."""
+        product_options = self.catalog.by_asin[self._goal["asin"]]["options"]
+        wanted = self._goal["goal_options"]
+        values = wanted.values() if isinstance(wanted, dict) else wanted
+        return sum(any(v in vs for vs in product_options.values()) for v in values)
+
+    def _step_limit(self) -> int:
+        if self.budget_slack is None or self._goal is None:
+            return self.max_steps
+        return min(self.max_steps, self.goal_option_count() + 1 + self.budget_slack)
 
     def _page(self) -> str:
         return self.shop.render(self._state, self._goal["instruction_text"], self._goal)
