@@ -54,13 +54,18 @@ def main() -> None:
         for spec in KINDS:
             name = spec["kind"] + (f"[{spec['side']}]" if "side" in spec else "")
             t0 = time.time()
-            judge = judges.make(spec)
-            if hasattr(judge, "bind"):
-                judge.bind(ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed + 2), args.m))
+
+            def fresh(spec=spec):
+                judge = judges.make(spec)
+                if hasattr(judge, "bind"):
+                    judge.bind(ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed + 2), args.m))
+                return judge
+
+            judge = fresh()
             estimator = ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed), args.m)
             reference = judges.make({"kind": "exhaustive"}).bind(ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed + 1), args.m))
             stats = verified_precision(judge, groups, estimator, reference=reference)
-            stats["oracle_hit"] = precision_against_oracle(judges.make(spec), groups)["precision"]
+            stats["oracle_hit"] = precision_against_oracle(fresh(), groups)["precision"]
             stats["seconds"] = round(time.time() - t0, 2)
             report[env_id][name] = stats
             print(env_id, name, json.dumps(stats), flush=True)

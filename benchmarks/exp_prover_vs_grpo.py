@@ -1,15 +1,17 @@
-"""CPU experiment (not a test): the tiny model on Search-QA's easy split (single-hop questions,
-one search), GRPO vs ProVer vs prover_random over seeds, with success-rate curves and ProVer's
-extra-generation overhead.
+"""CPU experiment (not a test): does ProVer beat GRPO with the tiny model? Search-QA single-hop
+(2 turns: the search query, copied from the question, decides whether the answer can be read).
 
-    python benchmarks/exp_prover_cpu.py --seeds 0 1 2 --iterations 15 --out runs/exp_cpu
+    python benchmarks/exp_prover_vs_grpo.py --seeds 0 1 2 --iterations 20 --out runs/exp_prover
 
-One SFT warm start (``--sft-steps`` on expert trajectories) is trained once and saved to
-``<out>/sft``; every method x seed starts RL from that same checkpoint with the same budget, and is
-then evaluated greedily on the first ``--eval-tasks`` test questions and (the RL task
-distribution) train questions. Writes ``summary.json`` (per
-method: final eval success mean/std, training success curves, overhead ratios, seconds); a re-run
-reuses finished runs (each resumes from its checkpoint).
+1. One SFT checkpoint on expert episodes of *every* RL train question (``--sft-episodes`` 1200 =
+   the whole single-hop train split, so SFT covers what RL trains on), saved to ``<out>/sft``.
+2. Every method x seed starts RL from it with the same budget; runs with the same seed see the same
+   tasks in the same order (task sampling is the only use of the trainer's RNG).
+3. Greedy evaluation on held-out test questions (``--eval-tasks``, default the whole test split),
+   per task, so methods are compared *paired* (same seed, same task) with bootstrap 95% intervals
+   (leaderboards/stats.py); a difference is claimed only when its interval excludes 0.
+Also: training success curves, the share of verified segments with A_seg > 0, credited segments,
+and the extra generation of verification. Writes ``summary.json``; finished runs are reused.
 """
 
 from __future__ import annotations
@@ -23,105 +25,138 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from leaderboards.stats import bootstrap_ci, paired_difference_ci, verdict  # noqa: E402
 from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import load_config  # noqa: E402
 from trainers.train import Trainer  # noqa: E402
 
-EASY = ["env_id=prover/SearchQA-v0", "env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}"]
+SETTING = ["env_id=prover/SearchQA-v0", "env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}",
+           "max_tokens=32"]
+# a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
+METHODS = {"grpo": ["method=grpo"], "gigpo": ["method=gigpo"], "prover": ["method=prover"],
+           "prover_random": ["method=prover_random"], "prover_unverified": ["method=prover_unverified"],
+           "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"]}
 
 
-def sft_checkpoint(out: Path, steps: int, episodes: int, overrides: list[str]) -> Path:
+def sft_checkpoint(out: Path, steps: int, episodes: int) -> Path:
     model = out / "sft"
     if (model / "config.json").is_file():
         return model
-    cfg = load_config(None, EASY + [f"sft_steps={steps}", f"sft_episodes={episodes}", "iterations=0",
-                                    f"out_dir={out / 'sft-run'}", "progress=false", *overrides])
+    cfg = load_config(None, SETTING + [f"sft_steps={steps}", f"sft_episodes={episodes}", "iterations=0",
+                                       f"out_dir={out / 'sft-run'}", "progress=false"])
     t0 = time.time()
     trainer = Trainer(cfg)
     losses = trainer.sft()
     trainer.export(out / "sft.tmp")
     (out / "sft.tmp").rename(model)
-    print(f"SFT: {steps} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}, {time.time() - t0:.0f}s", flush=True)
+    print(f"SFT: {steps} steps on {episodes} episodes, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
+          f"{time.time() - t0:.0f}s", flush=True)
     return model
 
 
-def evaluate(trainer: Trainer, n: int, split: str) -> float:
-    """Greedy success on the first ``n`` questions of the easy split's ``split``."""
+def evaluate(trainer: Trainer, n: int) -> dict[str, int]:
+    """Greedy outcome (0/1) per test question, the first ``n`` of the split (all when n = 0)."""
     from agents.rollout import rollout_batch
     from prover_gym import EnvPool
 
-    kwargs = {**trainer.cfg.env_kwargs, "split": split}
-    with EnvPool(trainer.cfg.env_id, n, backend="sync", **kwargs) as pool:
-        ids = pool.call("task_ids", indices=[0])[0][:n]
-        trainer.generator.defaults["temperature"] = 0.0
-        try:
-            trajs = rollout_batch(pool, trainer.policy, task_ids=ids)
-        finally:
-            trainer.generator.defaults["temperature"] = trainer.cfg.temperature
-    return sum(t.won for t in trajs) / len(trajs)
+    kwargs = {**trainer.cfg.env_kwargs, "split": "test"}
+    trainer.generator.defaults["temperature"] = 0.0
+    outcomes: dict[str, int] = {}
+    try:
+        with EnvPool(trainer.cfg.env_id, 1, backend="sync", **kwargs) as probe:
+            ids = probe.call("task_ids", indices=[0])[0]
+        ids = ids[:n] if n else ids
+        for first in range(0, len(ids), 50):
+            chunk = ids[first:first + 50]
+            with EnvPool(trainer.cfg.env_id, len(chunk), backend="sync", **kwargs) as pool:
+                for task, traj in zip(chunk, rollout_batch(pool, trainer.policy, task_ids=chunk)):
+                    outcomes[task] = int(traj.won)
+    finally:
+        trainer.generator.defaults["temperature"] = trainer.cfg.temperature
+    return outcomes
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--methods", nargs="+", default=["grpo", "prover", "prover_random"])
+    ap.add_argument("--methods", nargs="+", default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
+                    choices=sorted(METHODS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--iterations", type=int, default=15)
-    ap.add_argument("--sft-steps", type=int, default=1000)
-    ap.add_argument("--sft-episodes", type=int, default=600)
-    ap.add_argument("--eval-tasks", type=int, default=64)
-    ap.add_argument("--out", default="runs/exp_cpu")
-    ap.add_argument("overrides", nargs="*", help="trainer overrides for the RL runs, e.g. lr=2e-5 judge.kind=oracle")
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--sft-steps", type=int, default=1500)
+    ap.add_argument("--sft-episodes", type=int, default=1200)
+    ap.add_argument("--eval-tasks", type=int, default=0, help="test questions to evaluate (0 = all)")
+    ap.add_argument("--out", default="runs/exp_prover")
+    ap.add_argument("overrides", nargs="*", help="trainer overrides for every RL run, e.g. lr=2e-4 beta=0.5")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sft = sft_checkpoint(out, args.sft_steps, args.sft_episodes, [])
-    summary: dict = {"sft_steps": args.sft_steps, "iterations": args.iterations, "overrides": args.overrides}
-    base = out / "sft-eval.json"  # the SFT checkpoint itself, greedy, on the same questions
+    sft = sft_checkpoint(out, args.sft_steps, args.sft_episodes)
+    common = SETTING + [f"model_path={sft}", "sft_steps=0", f"iterations={args.iterations}", "progress=false",
+                        "tasks_per_iteration=8", "max_verified_groups=4", "lr=1e-4", *args.overrides]
+    summary: dict = {"setting": SETTING, "iterations": args.iterations, "overrides": args.overrides,
+                     "seeds": args.seeds, "sft_steps": args.sft_steps, "sft_episodes": args.sft_episodes}
+    base = out / "sft-eval.json"
     if not base.is_file():
-        t = Trainer(load_config(None, EASY + [f"model_path={sft}", f"out_dir={out / 'sft-eval'}", "progress=false"]))
-        atomic_write(base, json.dumps({"test": evaluate(t, args.eval_tasks, "test"),
-                                       "train": evaluate(t, args.eval_tasks, "train")}))
-    summary["sft"] = json.loads(base.read_text())
+        t = Trainer(load_config(None, common + [f"out_dir={out / 'sft-eval'}"]))
+        atomic_write(base, json.dumps(evaluate(t, args.eval_tasks)))
+    sft_outcomes = json.loads(base.read_text())
+    summary["sft"] = dict(zip(("mean", "low", "high"), bootstrap_ci(list(sft_outcomes.values()))))
     print("sft", json.dumps(summary["sft"]), flush=True)
-    for method in args.methods:
+    outcomes: dict[str, dict[int, dict[str, int]]] = {}
+    for label in args.methods:
         runs = []
         for seed in args.seeds:
-            run_dir = out / f"{method}-s{seed}"
-            cfg = load_config(None, EASY + [f"model_path={sft}", "sft_steps=0", f"method={method}", f"seed={seed}",
-                                            f"iterations={args.iterations}", f"out_dir={run_dir}", "progress=false",
-                                            *args.overrides])
+            run_dir = out / f"{label}-s{seed}"
             result_file = run_dir / "result.json"
-            if result_file.is_file():
-                runs.append(json.loads(result_file.read_text()))
-                continue
-            t0 = time.time()
-            trainer = Trainer(cfg, resume=True)
-            trainer.run()
-            rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-            result = {"seed": seed, "curve": [r["success"] for r in rows], "eval_success": evaluate(trainer, args.eval_tasks, "test"),
-                      "train_eval_success": evaluate(trainer, args.eval_tasks, "train"),
-                      "verified": sum(r["prover/verified_segments"] for r in rows),
-                      "mean_a_seg": [r["prover/mean_segment_advantage"] for r in rows if r["prover/verified_segments"]],
-                      "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
-                      "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
-                      "seconds": round(time.time() - t0, 1)}
-            atomic_write(result_file, json.dumps(result))
+            if not result_file.is_file():
+                cfg = load_config(None, common + METHODS[label] + [f"seed={seed}", f"out_dir={run_dir}"])
+                t0 = time.time()
+                trainer = Trainer(cfg, resume=True)
+                trainer.run()
+                rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+                a_seg = [a for r in rows for a in r.get("prover/segment_advantages", [])]
+                result = {"seed": seed, "curve": [r["success"] for r in rows], "outcomes": evaluate(trainer, args.eval_tasks),
+                          "proposed": sum(r["prover/proposed_segments"] for r in rows),
+                          "verified": sum(r["prover/verified_segments"] for r in rows),
+                          "credited": sum(r["prover/credited_segments"] for r in rows),
+                          "positive": sum(a > 0 for a in a_seg), "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
+                          "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
+                          "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
+                          "seconds": round(time.time() - t0, 1)}
+                trainer.close()
+                atomic_write(result_file, json.dumps(result))
+            result = json.loads(result_file.read_text())
             runs.append(result)
-            print(method, seed, json.dumps({k: v for k, v in result.items() if k != "mean_a_seg"}), flush=True)
-        evals = [r["eval_success"] for r in runs]
-        train_evals = [r["train_eval_success"] for r in runs]
-        summary[method] = {"seeds": args.seeds, "eval_success_mean": statistics.mean(evals),
-                           "eval_success_std": statistics.pstdev(evals), "eval_success": evals,
-                           "train_eval_success_mean": statistics.mean(train_evals),
-                           "train_eval_success_std": statistics.pstdev(train_evals), "train_eval_success": train_evals,
-                           "train_success_first3": statistics.mean(statistics.mean(r["curve"][:3]) for r in runs),
-                           "train_success_last3": statistics.mean(statistics.mean(r["curve"][-3:]) for r in runs),
-                           "verified_segments": sum(r["verified"] for r in runs),
-                           "extra_tokens_ratio": statistics.mean(r["extra_tokens_ratio"] for r in runs),
-                           "extra_env_steps_ratio": statistics.mean(r["extra_env_steps_ratio"] for r in runs),
-                           "seconds_per_run": statistics.mean(r["seconds"] for r in runs),
-                           "curves": [r["curve"] for r in runs]}
-        print(method, json.dumps({k: v for k, v in summary[method].items() if k != "curves"}), flush=True)
+            succ = sum(result["outcomes"].values()) / len(result["outcomes"])
+            print(label, seed, f"test {succ:.3f}", json.dumps({k: v for k, v in result.items()
+                                                            if k not in ("outcomes", "curve")}), flush=True)
+        outcomes[label] = {r["seed"]: r["outcomes"] for r in runs}
+        flat = [o for r in runs for o in r["outcomes"].values()]
+        per_seed = [sum(r["outcomes"].values()) / len(r["outcomes"]) for r in runs]
+        k = max(1, args.iterations // 4)
+        summary[label] = {
+            "test_success": dict(zip(("mean", "low", "high"), bootstrap_ci(flat))), "per_seed": per_seed,
+            "vs_sft": verdict(paired_difference_ci(flat, [sft_outcomes[t] for r in runs for t in r["outcomes"]])),
+            "train_success_first": statistics.mean(statistics.mean(r["curve"][:k]) for r in runs),
+            "train_success_last": statistics.mean(statistics.mean(r["curve"][-k:]) for r in runs),
+            "curve": [statistics.mean(c) for c in zip(*(r["curve"] for r in runs))],
+            "proposed": sum(r["proposed"] for r in runs), "verified": sum(r["verified"] for r in runs),
+            "credited": sum(r["credited"] for r in runs), "positive": sum(r["positive"] for r in runs),
+            "extra_tokens_ratio": statistics.mean(r["extra_tokens_ratio"] for r in runs),
+            "extra_env_steps_ratio": statistics.mean(r["extra_env_steps_ratio"] for r in runs),
+            "seconds_per_run": statistics.mean(r["seconds"] for r in runs)}
+    if "grpo" in outcomes:
+        ref = outcomes["grpo"]
+        for label in outcomes:
+            if label == "grpo":
+                continue
+            a = [outcomes[label][s][t] for s in ref if s in outcomes[label] for t in ref[s]]
+            b = [ref[s][t] for s in ref if s in outcomes[label] for t in ref[s]]
+            summary[label]["vs_grpo"] = verdict(paired_difference_ci(a, b))
+    for label in args.methods:
+        s = summary[label]
+        print(f"{label:18s} test {100 * s['test_success']['mean']:.1f}% [{100 * s['test_success']['low']:.1f}, "
+              f"{100 * s['test_success']['high']:.1f}]  vs SFT: {s['vs_sft']}  vs GRPO: {s.get('vs_grpo', '-')}", flush=True)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
 
 

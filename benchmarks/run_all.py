@@ -32,7 +32,7 @@ QUICK = {
     "alfworld": ["bench_alfworld.py", "--games", "6", "--episodes", "6"],
     "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
     "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
-    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
+    "prover_overhead": ["exp_prover_vs_grpo.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
                         "--sft-steps", "40", "--sft-episodes", "8", "--eval-tasks", "8", "tasks_per_iteration=2"],
 }
 FULL = {
@@ -41,9 +41,8 @@ FULL = {
     "alfworld": ["bench_alfworld.py"],
     "pool": ["bench_pool.py", "--steps", "400", "--ray"],
     "judges": ["bench_judges.py"],
-    # the CPU experiment of issue 6 (about 40 min); finished runs in runs/exp_cpu are reused
-    "prover_overhead": ["exp_prover_cpu.py", "--methods", "grpo", "prover", "prover_random", "--seeds", "0", "1", "2",
-                        "--out", "runs/exp_cpu"],
+    # the ProVer-vs-GRPO experiment (about 30 min); finished runs in runs/exp_prover are reused
+    "prover_overhead": ["exp_prover_vs_grpo.py", "--out", "runs/exp_prover"],
 }
 
 
