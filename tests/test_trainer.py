@@ -145,3 +145,22 @@ def test_several_updates_per_iteration_move_the_ratio(tmp_path, bundled_dir):
     assert row["updates"] == 4 and row["approx_kl_old"] > 0
     one = Trainer(load_config(None, SMALL + ["iterations=1", f"out_dir={tmp_path / 'one'}"])).run()[0]
     assert one["updates"] == 1 and abs(one["approx_kl_old"]) < 1e-6
+
+
+def test_sft_covers_every_task_rl_trains_on(tmp_path, bundled_dir):
+    """sft_episodes=null: one expert episode per task of the train split, so RL never samples a task SFT
+    has not seen; a smaller number covers that many consecutive tasks (logged in sft.jsonl)."""
+    import gymnasium as gym
+
+    from trainers.sft import sft_task_ids
+
+    env = gym.make("prover/SearchQA-v0", split="train", data_sources=["single_hop"], max_turns=2)
+    ids = env.unwrapped.task_ids()
+    assert sorted(sft_task_ids(env, None, seed=3)) == sorted(ids)
+    assert len(set(sft_task_ids(env, 10, seed=0))) == 10 and set(sft_task_ids(env, len(ids), seed=1)) == set(ids)
+    out = tmp_path / "cov"
+    Trainer(load_config(None, ["env_kwargs={split: test, data_sources: [single_hop], max_turns: 2}", "sft_episodes=null",
+                               "sft_steps=1", "iterations=0", f"out_dir={out}"])).run()
+    row = json.loads((out / "sft.jsonl").read_text())
+    assert row["tasks_covered"] == row["train_tasks"] > 0 and row["examples"] == 2 * row["train_tasks"]
+    assert (out / "checkpoint" / "state.json").is_file()  # iterations=0 keeps the SFT model

@@ -57,7 +57,8 @@ class TrainConfig:
                      "judge config (judges.make); prover_random always uses {kind: random, side: any}")
     policy_format: dict = _f({}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}")
     sft_steps: int = _f(0, "SFT warm-start steps on expert trajectories before RL")
-    sft_episodes: int = _f(32, "expert episodes collected for the SFT warm start")
+    sft_episodes: int | None = _f(32, "expert episodes for the SFT warm start, on consecutive tasks of the train split; "
+                                      "null = one per task, so SFT covers every task RL trains on")
     sft_lr: float = _f(1e-3, "SFT learning rate")
     seed: int = _f(0, "seed of task sampling, generation and initialisation")
     out_dir: str = _f("runs/default", "where metrics.jsonl and checkpoints go")
@@ -146,7 +147,7 @@ def _coerce(key: str, kind: str, value):
             return float(value)
         except ValueError:
             raise ValueError(f"{key}={value!r}: expected a number") from None
-    if kind == "int" and isinstance(value, str):
+    if kind in ("int", "int | None") and isinstance(value, str):
         try:
             return int(value)
         except ValueError:

@@ -24,13 +24,21 @@ def render_action(fmt, action: str) -> str:
     return f"<think>The next step is {action}.</think><action>{action}</action>"
 
 
-def expert_examples(env, policy, backend, episodes: int, seed: int) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, target ids + EOS) for every turn of ``episodes`` expert episodes, each prompt
-    built exactly as ``policy`` builds it at rollout time."""
+def sft_task_ids(env, episodes: int | None, seed: int) -> list[str]:
+    """The tasks of the SFT episodes: consecutive tasks of the split from a seed-dependent offset, so
+    ``episodes`` >= the split's size (or None: exactly one per task) covers every task RL trains on."""
+    ids = env.unwrapped.task_ids()
+    n = len(ids) if episodes is None else episodes
+    return [ids[(seed * 100_003 + episode) % len(ids)] for episode in range(n)]
+
+
+def expert_examples(env, policy, backend, episodes: int | None, seed: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, target ids + EOS) for every turn of the expert episodes of ``sft_task_ids``, each
+    prompt built exactly as ``policy`` builds it at rollout time."""
     tok = backend.tokenizer
     examples = []
-    for episode in range(episodes):
-        traj = rollout(env, ExpertPolicy(), seed=seed * 100_003 + episode)
+    for episode, task_id in enumerate(sft_task_ids(env, episodes, seed)):
+        traj = rollout(env, ExpertPolicy(), seed=seed * 100_003 + episode, task_id=task_id)
         rendered = [replace(t, text=render_action(policy.format, t.action)) for t in traj.turns]
         for k, turn in enumerate(rendered):
             restore(env, turn.snapshot)

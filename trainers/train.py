@@ -142,15 +142,19 @@ class Trainer:
     # ---- SFT warm start -----------------------------------------------------------------------
     def sft(self) -> list[float]:
         """Cross-entropy on expert turns rendered in the policy's format (trainers/sft.py)."""
-        from trainers.sft import expert_examples, sft_steps
+        from trainers.sft import expert_examples, sft_steps, sft_task_ids
 
         cfg = self.cfg
         examples = expert_examples(self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed)
+        covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
+        train_tasks = len(self.env.unwrapped.task_ids())
         losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
                            lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng)
         self.sync_generator()
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"examples": len(examples), "first_loss": losses[0] if losses else None,
+            # coverage: RL samples every task of the split, so SFT should have seen them all (sft_episodes=null)
+            fh.write(json.dumps({"examples": len(examples), "tasks_covered": covered, "train_tasks": train_tasks,
+                                 "first_loss": losses[0] if losses else None,
                                  "last_loss": losses[-1] if losses else None}) + "\n")
         return losses
 
