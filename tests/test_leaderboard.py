@@ -73,7 +73,9 @@ def test_smoke_tables(smoke):
         for c in ("config_hash", "commit_id", "train_seconds", "eval_seconds", "tokens", "env_steps", "seed", "split"):
             assert c in cols
         assert db.execute("SELECT COUNT(*) FROM curves").fetchone()[0] >= 2 * len(ENVS)  # grpo + prover curves
-    assert seconds < 240, f"smoke preset took {seconds:.0f}s"
+    # a guard against a runaway budget in the preset (every stage is meant to run once, tiny), not a speed test:
+    # ~2 min on an idle 2-core machine, 4+ min when the machine is busy
+    assert seconds < 600, f"smoke preset took {seconds:.0f}s"
 
 
 def test_rerun_reuses_every_row(smoke):
