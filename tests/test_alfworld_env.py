@@ -289,3 +289,24 @@ def test_one_slip_groups_need_a_step_budget_in_alfworld():
     for good, *bad in groups:
         assert good.won and all(not b.won and len(b.turns) <= len(good.turns) + 1 for b in bad)
     assert precision_against_oracle(judges.make({"kind": "first_divergence"}), groups)["precision"] == 1.0
+
+
+@pytest.mark.skipif(not OFFICIAL.is_dir(), reason="official ALFWorld sample not present")
+def test_a_missing_split_is_an_error_not_every_game_of_the_folder(tmp_path):
+    """data= a json_2.1.x folder without train/: split='train' used to return the valid games too (a leak
+    of evaluation games into training). Now an error names the splits the folder has; a folder of task
+    dirs is one split only when asked for with split='all'."""
+    import shutil
+
+    from prover_gym.alfworld.data import DataError
+
+    root = tmp_path / "json_2.1.1"
+    shutil.copytree(OFFICIAL / "valid_unseen", root / "valid_unseen")
+    with pytest.raises(DataError, match=r"no train/ folder.*valid_unseen/"):
+        official_games(root, "train")
+    with pytest.raises(DataError, match=r"no train/ folder"):
+        gym.make("prover/ALFWorld-v0", split="train", data=str(root))
+    assert len(official_games(root, "valid_unseen")) == len(official_games(root, "test")) == 8
+    with pytest.raises(DataError, match="split='all'"):
+        official_games(root / "valid_unseen", "valid_unseen")
+    assert len(official_games(root / "valid_unseen", "all")) == 8

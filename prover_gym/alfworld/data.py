@@ -135,7 +135,17 @@ def official_games(root: Path, split: str, *, include_sliced: bool = False) -> d
         raise DataError(f"ALFWorld data directory {root} does not exist; pass data= the json_2.1.x folder "
                         "(the one holding train/, valid_seen/, valid_unseen/) or a folder of task dirs")
     canonical = SPLIT_ALIASES.get(split, split)
-    base = root / canonical if (root / canonical).is_dir() else root
+    if (root / canonical).is_dir():
+        base = root / canonical
+    elif split == "all":  # asked for explicitly: every task dir below the folder, as one split
+        base = root
+    else:  # never fall back to the whole folder: it would put other splits' games into this one
+        present = sorted(s for s in SPLIT_SIZES if (root / s).is_dir())
+        if present:
+            raise DataError(f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); it has "
+                            f"{', '.join(p + '/' for p in present)}: pass one of split={present}")
+        raise DataError(f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); for a folder of task "
+                        "dirs used as one split, pass split='all'")
     games = {}
     for traj in sorted(base.rglob("traj_data.json")):
         task_dir = traj.parent

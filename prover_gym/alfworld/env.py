@@ -31,7 +31,7 @@ class ALFWorldEnv(TextEnv):
     Args:
         split: ``"train"``, ``"valid_seen"``, ``"valid_unseen"``; ``"test"`` = ``"valid_unseen"``.
         data: None for the bundled generated games; else an official json_2.1.x directory (with
-            ``train/``, ``valid_seen/``, ``valid_unseen/``) or a folder of task dirs.
+            ``train/``, ``valid_seen/``, ``valid_unseen/``) or a folder of task dirs (with ``split="all"``; a split the folder lacks is an error).
         task_types: keep only these of the six task types (e.g. ``["pick_and_place_simple"]``).
         max_receptacles, num_distractors: the generator's difficulty knobs (None = every
             receptacle of the floor plan; distractor objects per game). Ignored for official data.
