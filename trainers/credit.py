@@ -19,7 +19,7 @@ import torch
 
 from agents.trajectory import Trajectory
 from judges.base import mixed_outcome
-from trainers.advantages import apply_segment_bonus, base_advantage, bonus_scale, improvement_p_value, turns_to_tokens
+from trainers.advantages import apply_segment_bonus, base_advantage, bonus_scale, turns_to_tokens
 from trainers.sequences import token_turns
 from trainers.verification import ValueEstimator, Verification, verify_segment
 
@@ -134,12 +134,8 @@ class CreditAssigner:
     def _verification(self, proposal, traj, group, estimator) -> Verification:
         ev = proposal.evidence
         if isinstance(ev, dict) and "before" in ev:  # the exhaustive judge measured it already
-            from trainers.advantages import segment_advantage
-
-            before, after = ev["before"], ev["after"]
-            a = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
-            p = improvement_p_value(after, before, after_known=ev.get("after_source") == "terminal")
-            return Verification(a, before, after, 0, 0, [], ev.get("before_source", ""), ev.get("after_source", ""), p)
+            return Verification.measured(ev["before"], ev["after"], before_source=ev.get("before_source", ""),
+                                         after_source=ev.get("after_source", ""))
         return verify_segment(None, traj, proposal, None, self.cfg.continuations, estimator=estimator,
                               group_outcomes=[t.won for t in group])
 

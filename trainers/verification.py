@@ -38,6 +38,15 @@ class Verification:
     after_source: str = "continuations"  # continuations | terminal (the trajectory's own outcome)
     p_value: float = 1.0
 
+    @classmethod
+    def measured(cls, before: list[bool], after: list[bool], *, before_source: str, after_source: str,
+                 extra_env_steps: int = 0, extra_tokens: int = 0, continuations=None) -> Verification:
+        """A_seg and its p-value from the two sides' outcomes (an exact terminal side is a point)."""
+        a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
+        p = improvement_p_value(after, before, after_known=after_source == "terminal")
+        return cls(a_seg, list(before), list(after), extra_env_steps, extra_tokens, list(continuations or []),
+                   before_source, after_source, p)
+
 
 @dataclass
 class ValueEstimator:
@@ -54,7 +63,6 @@ class ValueEstimator:
     pool: object = None
     extra_env_steps: int = 0
     extra_tokens: int = 0
-    runs: int = 0
     continuations: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
@@ -73,7 +81,7 @@ class ValueEstimator:
                 starts += [(traj.turns[k].snapshot, traj.turns[:k], traj.task_id, traj.task)] * m
                 owners += [p] * m
         runs: list[Trajectory] = []
-        if self.pool is not None and len(self.pool) >= 1 and starts:
+        if self.pool is not None and starts:
             width = len(self.pool)
             for first in range(0, len(starts), width):
                 chunk = starts[first:first + width]
@@ -86,7 +94,6 @@ class ValueEstimator:
             out[p].append(run.won)
         self.extra_env_steps += sum(len(r.turns) for r in runs)
         self.extra_tokens += sum(len(t.token_ids or []) for r in runs for t in r.turns)
-        self.runs += len(runs)
         self.continuations = runs
         return out
 
@@ -108,11 +115,8 @@ def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4
     points = [] if reuse_before else [(traj, proposal.start)]
     points.append((traj, after_k))
     values = est.outcomes(points, m)
-    before = list(group_outcomes) if reuse_before else values[0]
-    after = values[-1]
-    after_known = after_k == len(traj.turns)
-    a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
-    p = improvement_p_value(after, before, after_known=after_known)
-    return Verification(a_seg, before, after, est.extra_env_steps - steps0, est.extra_tokens - tokens0,
-                        est.continuations, "group" if reuse_before else "continuations",
-                        "terminal" if after_known else "continuations", p)
+    return Verification.measured(list(group_outcomes) if reuse_before else values[0], values[-1],
+                                 before_source="group" if reuse_before else "continuations",
+                                 after_source="terminal" if after_k == len(traj.turns) else "continuations",
+                                 extra_env_steps=est.extra_env_steps - steps0, extra_tokens=est.extra_tokens - tokens0,
+                                 continuations=est.continuations)
