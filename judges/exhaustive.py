@@ -33,24 +33,19 @@ class ExhaustiveJudge:
             raise RuntimeError("the exhaustive judge verifies with the current policy: call judge.bind(estimator) "
                                "(trainers.verification.ValueEstimator; the trainer does this itself)")
         group_outcomes = [t.won for t in group]
+        # the inner boundaries 1..len-1 of each trajectory, keyed by state (same key and step = same value)
+        inner = {i: [(t.snapshot.key or (i, k), t.snapshot.step) for k, t in enumerate(group[i].turns) if k]
+                 for i in chosen}
         unique: dict[tuple, tuple[Trajectory, int]] = {}
-        for i in chosen:
-            traj = group[i]
-            for k in range(1, len(traj.turns)):
-                snap = traj.turns[k].snapshot
-                unique.setdefault((snap.key or (i, k), snap.step), (traj, k))
+        for i, keys in inner.items():
+            for k, key in enumerate(keys, 1):
+                unique.setdefault(key, (group[i], k))
         keys = list(unique)
         measured = dict(zip(keys, self.estimator.outcomes([unique[key] for key in keys], self.m))) if keys else {}
         out = {}
         for i in chosen:
-            traj = group[i]
-            row = [group_outcomes]
-            for k in range(1, len(traj.turns)):
-                snap = traj.turns[k].snapshot
-                row.append(measured[(snap.key or (i, k), snap.step)])
-            row.append([traj.won])
-            out[i] = row
-            self.stats["boundaries"] += len(traj.turns) + 1
+            out[i] = [group_outcomes] + [measured[key] for key in inner[i]] + [[group[i].won]]
+            self.stats["boundaries"] += len(group[i].turns) + 1
         self.stats["estimated"] += len(keys)
         return out
 

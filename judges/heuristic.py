@@ -57,11 +57,10 @@ class FirstDivergenceJudge:
         failed = [i for i, t in enumerate(group) if not t.won]
         found: dict[tuple[int, int, int], int] = {}  # (turn, won index, failed index) -> failures sharing it
         for w in won:
-            for f in failed:
-                k = first_divergence(group[w], group[f])
+            turns = {f: first_divergence(group[w], group[f]) for f in failed}
+            for f, k in turns.items():
                 if k is not None:
-                    shared = sum(first_divergence(group[w], group[g]) == k for g in failed)
-                    found[(k, w, f)] = shared
+                    found[(k, w, f)] = sum(other == k for other in turns.values())
         if not found:
             return None
         k, w, f = min(found, key=lambda key: (key[0], -found[key], key[1], key[2]))
