@@ -8,6 +8,7 @@ dropped. Env text only ever appears inside prompts, so it is never a policy toke
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -26,7 +27,15 @@ class TurnSample:
 
 
 def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
-    """The shortest prefix of ``token_ids`` whose decoding covers ``kept_text``."""
+    """The shortest prefix of ``token_ids`` whose decoding covers ``kept_text``. Memoised: an
+    iteration asks for every turn twice (the credit's token layout, then the learner's samples),
+    and each answer decodes up to every prefix."""
+    return _kept_token_count(tokenizer, tuple(token_ids), kept_text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _kept_token_count(tokenizer, token_ids: tuple[int, ...], kept_text: str) -> int:
+    token_ids = list(token_ids)
     if not tokenizer.decode(token_ids, skip_special_tokens=True).startswith(kept_text):
         return len(token_ids)  # the kept text is not a prefix of the generation: keep every token
     for n in range(len(token_ids) + 1):
