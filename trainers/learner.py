@@ -25,9 +25,6 @@ class Learner:
         self.out, self.plain_model, self.recompute_logprobs = out, plain_model, recompute_logprobs
         self._reference = None
 
-    def trainable(self) -> list:
-        return [p for p in self.model.parameters() if p.requires_grad]
-
     def reference(self):
         """A frozen copy of the policy as it was when RL started (after SFT), for the KL term; saved
         beside the run so a resumed run uses the same one."""
@@ -89,7 +86,7 @@ class Learner:
                     logs["clip_ratio"] += m["clip_ratio"] * share
                     logs["approx_kl_old"] += m["approx_kl_old"] * share
                     logs["kl"] += m.get("kl", 0.0) * share
-                torch.nn.utils.clip_grad_norm_(self.trainable(), 1.0)
+                torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
                 self.optimizer.step()
                 updates += 1
         self.model.eval()
