@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainers import checkpoint  # noqa: E402
 from trainers.config import TrainConfig, load_config  # noqa: E402
-from trainers.sft import render_action  # noqa: E402,F401  (re-exported: callers import it from here)
-from trainers.sinks import make_sink  # noqa: E402,F401
+from trainers.sinks import make_sink  # noqa: E402
 
 # the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
 # task type (ALFWorld) or data source (Search-QA) when the env reports one
