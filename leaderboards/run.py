@@ -274,7 +274,7 @@ def judge_precision(preset: dict, env_name: str, db) -> None:
 
     import judges
     from judges.evaluate import NoisyExpert, slip_groups
-    from trainers.judge_eval import verified_precision
+    from trainers.judge_eval import best_turns, verified_precision
     from trainers.verification import ValueEstimator
 
     spec = preset.get("judge_precision") or {}
@@ -290,13 +290,13 @@ def judge_precision(preset: dict, env_name: str, db) -> None:
                          slack=spec.get("slack"))
     env = gym.make(env_cfg["env_id"], **env_cfg["eval_kwargs"])
     eps, m = spec.get("eps", 0.3), spec.get("m", 4)
+    references = best_turns(groups, ValueEstimator(env, NoisyExpert(eps, seed=1), m))  # once for every kind
     for kind in todo:  # each judge gets the same continuation policy, seeded the same
         estimator = ValueEstimator(env, NoisyExpert(eps, seed=0), m)
-        reference = judges.make({"kind": "exhaustive"}).bind(ValueEstimator(env, NoisyExpert(eps, seed=1), m))
         judge = judges.make({"kind": kind})
         if hasattr(judge, "bind"):
             judge.bind(ValueEstimator(env, NoisyExpert(eps, seed=2), m))
-        stats = verified_precision(judge, groups, estimator, reference=reference)
+        stats = verified_precision(judge, groups, estimator, references=references)
         stats.update(continuation=f"noisy expert eps={eps}", m=m)
         db.put_precision(f"{preset['name']}|{env_name}|{kind}|{digest}", preset["name"], env_name, kind, digest, stats)
     env.close()

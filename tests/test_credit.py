@@ -152,3 +152,18 @@ def test_bonus_scale_matches_the_advantage_units():
     from trainers.advantages import grpo_advantages
 
     assert bonus_scale(r) * (1 - r.mean().item()) == pytest.approx(grpo_advantages(r)[0].item(), rel=1e-5)
+
+
+def test_judge_precision_by_verification(slip_group):
+    """The won-side proposal verifies positive (A_seg +0.5 under expert continuations) and names the
+    exhaustive judge's best turn; the failed-side one verifies negative."""
+    from trainers.judge_eval import best_turns, verified_precision
+
+    env, group = slip_group
+    references = best_turns([group], ValueEstimator(env, ExpertPolicy(), 2))
+    won = verified_precision(judges.make({"kind": "first_divergence"}), [group], ValueEstimator(env, ExpertPolicy(), 2),
+                             references=references)
+    assert (won["proposals"], won["hits"], won["precision"], won["mean_a_seg"], won["agreement"]) == (1, 1, 1.0, 0.5, 1.0)
+    failed = verified_precision(judges.make({"kind": "first_divergence", "side": "failed"}), [group],
+                                ValueEstimator(env, ExpertPolicy(), 2), references=references)
+    assert (failed["precision"], failed["mean_a_seg"], failed["agreement"]) == (0.0, -0.5, 0.0)

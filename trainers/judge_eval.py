@@ -23,14 +23,21 @@ def _same_turn(group: list[Trajectory], p, q) -> bool:
     return False
 
 
+def best_turns(groups: list[list[Trajectory]], estimator: ValueEstimator, side: str = "won") -> list:
+    """The exhaustive judge's proposal for each group (None where it has none): the reference that
+    every judge's ``agreement`` is measured against, computed once for all of them."""
+    reference = ExhaustiveJudge(side=side).bind(estimator)
+    return [reference.propose(group) for group in groups]
+
+
 def verified_precision(judge, groups: list[list[Trajectory]], estimator: ValueEstimator, *,
-                       reference: ExhaustiveJudge | None = None) -> dict:
+                       references: list | None = None) -> dict:
     """Per group, the judge's proposal is verified (V(0) from the group's own outcomes); a hit is
-    A_seg > 0. With ``reference`` (an exhaustive judge bound to an estimator), ``agreement`` is the
-    share of proposals that name the reference's best turn."""
+    A_seg > 0. With ``references`` (``best_turns`` of the same groups), ``agreement`` is the share of
+    proposals that name the reference's best turn."""
     proposals = hits = agree = compared = 0
     a_segs = []
-    for group in groups:
+    for g, group in enumerate(groups):
         p = judge.propose(group)
         if p is None:
             continue
@@ -39,11 +46,10 @@ def verified_precision(judge, groups: list[list[Trajectory]], estimator: ValueEs
                            group_outcomes=[t.won for t in group])
         a_segs.append(v.a_seg)
         hits += v.a_seg > 0
-        if reference is not None:
-            best = reference.propose(group)
-            if best is not None:
-                compared += 1
-                agree += _same_turn(group, p, best)
+        best = references[g] if references is not None else None
+        if best is not None:
+            compared += 1
+            agree += _same_turn(group, p, best)
     return {"groups": len(groups), "proposals": proposals, "hits": hits,
             "precision": hits / proposals if proposals else None,
             "mean_a_seg": sum(a_segs) / len(a_segs) if a_segs else None,
