@@ -215,7 +215,13 @@ class TextEnv(gym.Env):
             return obs, 0.0, self._terminated, self._truncated, self._info({"error": "episode over"})
         self._step += 1
         action_text, problem = _coerce_action(action, self.max_action_length)
-        outcome = self._invalid(action_text, problem) if problem else self._apply(action_text)
+        try:
+            outcome = self._invalid(action_text, problem) if problem else self._apply(action_text)
+        except BaseException:
+            # an infrastructure failure (a retrieval server down) is not the agent's step: the env stays
+            # exactly as before the call (``_apply`` changes state only once it has what it needs)
+            self._step -= 1
+            raise
         self._terminated = bool(outcome.terminated)
         self._won = bool(outcome.won)
         self._truncated = not self._terminated and self._step >= self._step_limit()

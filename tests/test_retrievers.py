@@ -237,3 +237,42 @@ def test_server_under_concurrent_clients_from_several_processes(server):
           f"p99 {p99:.1f} ms, errors {errors}")
     assert errors == 0 and len(lat) >= 30
     assert p99 < 2000
+
+
+def test_a_server_down_is_not_charged_to_the_agent_and_a_retry_continues(flaky, bundled_dir):
+    """Issue 14 items 7-8: with the retrieval server failing, step() raises RetrieverUnavailable and the env
+    stays as before (step counter, turns, snapshot); timeout and retries are gym.make kwargs; a retry works."""
+    from prover_gym import snapshot
+
+    env = gym.make("prover/SearchQA-v0", split="test", retriever="http", search_url=flaky, retriever_timeout=0.3,
+                   retriever_retries=2)
+    obs, info = env.reset(seed=3)
+    before = snapshot(env).state
+    _Flaky.plan = [500, 500]
+    with pytest.raises(RetrieverUnavailable, match="after 2 attempts"):
+        env.step("search[anything]")
+    assert env.unwrapped._step == 0 and snapshot(env).state == before
+    _Flaky.plan = ["slow", "slow"]
+    t = time.time()
+    with pytest.raises(RetrieverUnavailable, match="Timeout"):
+        env.step("search[anything]")
+    assert time.time() - t < 3.5  # 2 x 0.3 s timeouts (+ the handler's sleep), not 3 x 30 s
+    assert env.unwrapped._step == 0
+    _, _, term, trunc, info = env.step("search[anything]")  # the server is back: the same step goes through
+    assert info["step"] == 1 and not (term or trunc) and "error" not in info
+    with pytest.raises(ValueError, match="retriever_timeout"):
+        gym.make("prover/SearchQA-v0", split="test", retriever="http", search_url=flaky, retriever_retries=0)
+
+
+@pytest.mark.parametrize("payload, field", [({"result": ["str"]}, "a result is str"),
+                                            ({"result": [[{"document": "x"}]]}, "'document' is str"),
+                                            ({"result": [[{"document": {"contents": "c"}, "score": "high"}]]}, "'score'")])
+def test_malformed_answers_are_retriever_errors_naming_the_field(payload, field):
+    class Fake:
+        text = json.dumps(payload)
+
+        def json(self):
+            return payload
+
+    with pytest.raises(RetrieverError, match=field):
+        HTTPRetriever._parse(Fake(), "http://127.0.0.1:1", 1, 3)

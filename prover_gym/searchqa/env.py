@@ -56,6 +56,8 @@ class SearchQAEnv(TextEnv):
         corpus: wiki-18-style jsonl to search (overrides the one in ``data``).
         retriever: ``"bm25"`` (embedded) or ``"http"`` (a Search-R1 retrieval server at ``search_url``).
         search_url: base URL(s) of the retrieval server for ``retriever="http"``.
+        retriever_timeout, retriever_retries: seconds per HTTP request and attempts before a step
+            raises ``RetrieverUnavailable`` (which leaves the env as before the step; retry it).
         topk: passages per search (3, as Search-R1).
         max_turns: search rounds before the final answer-only round (4, as Search-R1).
         max_steps: total steps; defaults to ``max_turns + 1``; if given, ``max_turns = max_steps - 1``.
@@ -71,11 +73,13 @@ class SearchQAEnv(TextEnv):
 
     def __init__(self, split: str = "train", data: str | None = None, *, corpus: str | None = None,
                  retriever: str = "bm25", search_url: str | list[str] | None = None, topk: int = 3,
+                 retriever_timeout: float = 30.0, retriever_retries: int = 3,
                  max_turns: int = 4, max_steps: int | None = None, obs_format: str = "searchr1",
                  max_obs_tokens: int = 500, tokenizer: str | None = None, reward: str = "em",
                  data_sources: list[str] | None = None, render_mode: str | None = None):
         make_kwargs = {k: v for k, v in dict(
             split=split, data=data, corpus=corpus, retriever=retriever, search_url=search_url, topk=topk,
+            retriever_timeout=retriever_timeout, retriever_retries=retriever_retries,
             max_turns=max_turns, max_steps=max_steps, obs_format=obs_format, max_obs_tokens=max_obs_tokens,
             tokenizer=tokenizer, reward=reward, data_sources=data_sources).items()}
         if max_steps is None:
@@ -107,7 +111,12 @@ class SearchQAEnv(TextEnv):
                 raise ValueError("retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)")
             self.corpus = None
             urls = tuple([search_url] if isinstance(search_url, str) else search_url)
-            self.retriever = shared(("http", urls), lambda: HTTPRetriever(list(urls)))
+            if not retriever_timeout > 0 or not isinstance(retriever_retries, int) or retriever_retries < 1:
+                raise ValueError(f"retriever_timeout={retriever_timeout!r} must be > 0 and retriever_retries="
+                                 f"{retriever_retries!r} an int >= 1")
+            self.retriever = shared(("http", urls, retriever_timeout, retriever_retries),
+                                    lambda: HTTPRetriever(list(urls), timeout=retriever_timeout,
+                                                          retries=retriever_retries))
         else:
             raise ValueError(f"retriever={retriever!r}; use 'bm25' or 'http'")
         settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]

@@ -182,16 +182,26 @@ class HTTPRetriever:
             raise RetrieverError(f"{url}: expected {n} result lists, got {type(result).__name__} of length {len(result) if isinstance(result, list) else '?'}")
         out = []
         for hits in result:
+            if hits is not None and not isinstance(hits, list):
+                raise RetrieverError(f"{url}: a result is {type(hits).__name__}, expected a list of hits "
+                                     f"({str(hits)[:200]!r})")
             passages = []
             for hit in (hits or [])[:k]:
                 doc = hit.get("document", hit) if isinstance(hit, dict) else {}
+                if not isinstance(doc, dict):
+                    raise RetrieverError(f"{url}: a hit's 'document' is {type(doc).__name__}, expected an object "
+                                         f"({str(hit)[:200]!r})")
                 contents = doc.get("contents")
                 if contents is None and "title" in doc:
                     contents = f'"{doc["title"]}"\n{doc.get("text", "")}'
                 if contents is None:
                     raise RetrieverError(f"{url}: a hit has no 'contents' ({str(hit)[:200]})")
                 score = hit.get("score") if isinstance(hit, dict) else None
-                passages.append(Passage(str(doc.get("id", "")), str(contents), None if score is None else float(score)))
+                try:
+                    score = None if score is None else float(score)
+                except (TypeError, ValueError):
+                    raise RetrieverError(f"{url}: a hit's 'score' is not a number ({score!r})") from None
+                passages.append(Passage(str(doc.get("id", "")), str(contents), score))
             out.append(passages)
         return out
 
