@@ -310,3 +310,45 @@ def test_a_missing_split_is_an_error_not_every_game_of_the_folder(tmp_path):
     with pytest.raises(DataError, match="split='all'"):
         official_games(root / "valid_unseen", "valid_unseen")
     assert len(official_games(root / "valid_unseen", "all")) == 8
+
+
+def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
+    """start='object' opens where the goal object is (the expert's moves there are played at reset), and
+    budget_slack=0 allows exactly the expert's remaining steps: the expert wins, a wrong take or detour
+    fails the episode, a snapshot restores into a fresh env (budget included), and bad kwargs say why."""
+    from agents.baselines import ExpertPolicy
+    from agents.rollout import rollout
+
+    kw = dict(split="valid_unseen", task_types=["pick_and_place_simple"], max_receptacles=5, num_distractors=1,
+              max_steps=15, start="object")
+    env = gym.make("prover/ALFWorld-v0", **kw, budget_slack=0)
+    obs, info = env.reset(seed=0)
+    assert obs.startswith(("You arrive at", "You open")) and info["step"] == 0
+    assert info["expert_plan"][0].startswith("take ") and info["expert_plan"][0] in info["admissible_actions"]
+    good = rollout(env, ExpertPolicy(), seed=0)
+    assert good.won and good.turns[0].action.startswith("take ")
+    budget = len(good.turns)
+    assert env.unwrapped._step_limit() == budget and 3 <= budget <= 4  # take, go, (open,) move
+    env.reset(seed=0)
+    snap = snapshot(env)
+    env.step(next(a for a in env.unwrapped.admissible_actions() if a.startswith("go to")))  # a detour
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step(env.unwrapped.expert_action() or "look")
+        done = term or trunc
+    assert trunc and not info["won"]
+    fresh = gym.make("prover/ALFWorld-v0", **kw, budget_slack=0)
+    restore(fresh, snap)
+    assert fresh.unwrapped._step_limit() == budget
+    for turn in good.turns:
+        _, _, term, _, info = fresh.step(turn.action)
+    assert term and info["won"]
+    # the room start is the original, untouched
+    room = gym.make("prover/ALFWorld-v0", **{**kw, "start": "room"})
+    assert room.reset(seed=0)[0].startswith("-= Welcome to TextWorld")
+    with pytest.raises(ValueError, match="budget_slack"):
+        gym.make("prover/ALFWorld-v0", **{**kw, "start": "room"}, budget_slack=0)
+    with pytest.raises(ValueError, match="start="):
+        gym.make("prover/ALFWorld-v0", **{**kw, "start": "kitchen"})
+    with pytest.raises(ValueError, match="expert=True"):
+        gym.make("prover/ALFWorld-v0", **kw, expert=False)

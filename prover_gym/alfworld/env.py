@@ -41,6 +41,13 @@ class ALFWorldEnv(TextEnv):
         grammar_patch: give json_2.1.1 games the package grammar (``move X to Y``), as alfworld's
             ``patch_tw-pddl.py`` does, so the 0.4.2 expert works on them.
         include_sliced: also load official ``*Sliced*`` tasks (AlfredTWEnv skips them).
+        start: ``"room"`` (the original: the episode opens in the middle of the room) or ``"object"``:
+            the handcoded expert's moves up to the goal object are played at reset (the agent stands
+            where the object is, which it can now see), so the task is to take the object named in
+            the goal, carry it to the receptacle the goal names and place it: every step is a
+            decision the observation and goal text settle (needs ``expert=True``).
+        budget_slack: with ``start="object"``, a per-task step budget of (the expert's remaining
+            plan + ``budget_slack``), capped by ``max_steps``; 0 makes every wrong command final.
     """
 
     env_id = "prover/ALFWorld-v0"
@@ -48,12 +55,24 @@ class ALFWorldEnv(TextEnv):
     def __init__(self, split: str = "train", data: str | None = None, *, max_steps: int = 50,
                  task_types: list[str] | tuple[str, ...] | None = None, max_receptacles: int | None = None,
                  num_distractors: int = 10, num_games: int | None = None, expert: bool = True,
-                 grammar_patch: bool = True, include_sliced: bool = False, render_mode: str | None = None):
+                 grammar_patch: bool = True, include_sliced: bool = False, start: str = "room",
+                 budget_slack: int | None = None, render_mode: str | None = None):
         task_types = list(task_types) if task_types is not None else None
         make_kwargs = dict(split=split, data=data, max_steps=max_steps, task_types=task_types,
                            max_receptacles=max_receptacles, num_distractors=num_distractors, num_games=num_games,
                            expert=expert, grammar_patch=grammar_patch, include_sliced=include_sliced)
+        if start != "room":
+            make_kwargs.update(start=start, budget_slack=budget_slack)
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
+        if start not in ("room", "object"):
+            raise ValueError(f"start={start!r}; use 'room' (the original) or 'object' (where the goal object is)")
+        if start == "object" and not expert:
+            raise ValueError("start='object' plays the handcoded expert's moves to the object at reset: it needs "
+                             "expert=True")
+        if budget_slack is not None and (start != "object" or not isinstance(budget_slack, int) or budget_slack < 0):
+            raise ValueError(f"budget_slack={budget_slack!r} needs start='object' and an int >= 0")
+        self.start, self.budget_slack = start, budget_slack
+        self._budgets: dict[str, int] = {}  # task id -> the expert's plan length from the start state
         for t in task_types or ():
             if t not in TASK_TYPES:
                 raise ValueError(f"task_types: unknown task type {t!r}; use some of {list(TASK_TYPES)}")
@@ -78,7 +97,9 @@ class ALFWorldEnv(TextEnv):
                 digest.update(k.encode() + b"\0" + games[k].read_bytes())
             source = ["official", digest.hexdigest(), grammar_patch]
         self._grammar_patch = grammar_patch
-        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]).encode()).hexdigest()
+        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]
+                                                      + ([start, budget_slack] if start != "room" else [])
+                                                      ).encode()).hexdigest()
         self.engine = AlfredEngine(expert=expert)
         self._meta: dict = {}
 
@@ -133,7 +154,31 @@ class ALFWorldEnv(TextEnv):
     def _load_task(self, task_id: str) -> str:
         self._enter(task_id)
         self.engine.reset()
-        return self.engine.feedback()
+        if self.start == "room":
+            return self.engine.feedback()
+        feedback = self.engine.feedback()
+        for _ in range(self.max_steps):  # the expert's moves until its next command takes the object
+            plan = self.engine.expert_plan()
+            if not plan or plan[0].startswith("take "):
+                break
+            feedback, _ = self.engine.step(plan[0])
+        if task_id not in self._budgets:  # the expert's steps from here to the goal (its plan is one step)
+            start, steps = self.engine.snapshot(), 0
+            while steps < self.max_steps:
+                plan = self.engine.expert_plan()
+                if not plan:
+                    break
+                steps += 1
+                if self.engine.step(plan[0])[1]:
+                    break
+            self.engine.restore(start)
+            self._budgets[task_id] = steps
+        return feedback
+
+    def _step_limit(self) -> int:
+        if self.budget_slack is None or self._task_id is None:
+            return self.max_steps
+        return min(self.max_steps, self._budgets[self._task_id] + self.budget_slack)
 
     def _apply(self, action: str) -> Outcome:
         command = action.strip()
@@ -148,6 +193,8 @@ class ALFWorldEnv(TextEnv):
         return self.engine.snapshot()
 
     def _set_state(self, state: Any) -> None:
+        if self.start != "room" and self._task_id not in self._budgets:  # a snapshot made in another env
+            self._load_task(self._task_id)
         path = self._enter(self._task_id)
         if state.game != str(path):  # made on another machine or cache: same game, other path
             state = dataclasses.replace(state, game=str(path), token=(None, -1))
