@@ -70,6 +70,15 @@ def test_parsers_never_raise(text):
         assert isinstance(parsed.action, str) and (parsed.valid or parsed.action == INVALID_ACTION)
 
 
+def test_react_history_of_actions_only():
+    fmt = make_format("prover/WebShop-v0", history_length=3, history_observations=False)
+    history = [(f"page {i} " * 50, f"click[option {i}]") for i in range(5)]
+    content = fmt.messages("buy tea", history, "now", ["click[a]"])[0]["content"]
+    assert "taken 5 step(s)" in content and "page" not in content
+    assert "[Action 3: 'click[option 2]']" in content and "[Action 5: 'click[option 4]']" in content
+    assert "click[option 1]" not in content  # outside the window of 3
+
+
 def test_react_history_window_and_fallback():
     fmt = make_format("prover/WebShop-v0", history_length=2)
     history = [(f"obs{i}", f"click[{i}]") for i in range(5)]

@@ -81,19 +81,27 @@ class ReActFormat:
     name = "react"
 
     def __init__(self, template: str = "react_webshop.txt", history_length: int = 2, lowercase: bool = True,
-                 require_think: bool = True, max_prompt_chars: int = 13_000):
+                 require_think: bool = True, max_prompt_chars: int = 13_000, history_observations: bool = True):
         self.template = _template(template)
         self.history_length, self.lowercase, self.require_think = history_length, lowercase, require_think
         self.max_prompt_chars = max_prompt_chars
+        # False: the window shows past actions only (a short prompt for small models; WebShop's item page
+        # does not show which options are already selected, the past actions do)
+        self.history_observations = history_observations
 
     def messages(self, task: str, history: list[tuple[str, str]], observation: str,
                  admissible: list[str] | None) -> list[dict]:
         """``history`` = [(observation, action), ...] of earlier steps, oldest first."""
         shown = ", ".join(f"'{a}'" for a in admissible) if admissible else "any valid action"
         recent = history[-self.history_length:] if self.history_length else []
-        past = "".join(f"[Observation {i}: '{o}', Action {i}: '{a}']\n"
-                       for i, (o, a) in enumerate(recent, len(history) - len(recent) + 1))
-        lead = f"Prior to this step, you have already taken {len(history)} step(s). Below are the most recent {len(recent)} observations and the corresponding actions you took: {past}" if recent else ""
+        first = len(history) - len(recent) + 1
+        if self.history_observations:
+            past = "".join(f"[Observation {i}: '{o}', Action {i}: '{a}']\n" for i, (o, a) in enumerate(recent, first))
+            what = f"observations and the corresponding actions you took: {past}"
+        else:
+            past = "".join(f"[Action {i}: '{a}']\n" for i, (_, a) in enumerate(recent, first))
+            what = f"actions you took: {past}"
+        lead = f"Prior to this step, you have already taken {len(history)} step(s). Below are the most recent {len(recent)} {what}" if recent else ""
         content = self.template.format(task=task, history=lead, observation=observation, admissible=shown)
         if len(content) > self.max_prompt_chars and lead:  # verl-agent falls back to the no-history prompt
             content = self.template.format(task=task, history="", observation=observation, admissible=shown)
