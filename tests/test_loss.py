@@ -64,3 +64,29 @@ def test_seq_mean_vs_token_mean():
     assert masked_mean(x, mask, "seq-mean").item() == pytest.approx(3.0)
     with pytest.raises(ValueError, match="agg"):
         masked_mean(x, mask, "median")
+
+
+def test_traj_mean_balances_the_tokens_a_success_and_a_longer_failure_share():
+    """A won 1-turn episode (A = +1) and a failed 3-turn episode (A = -1) writing the same reply each turn:
+    token-mean pushes the shared reply's log-prob down (3 failing copies against 1), traj-mean (GRPO's
+    1/|o_i| per trajectory) leaves it balanced, and its weights make each trajectory count 1/2."""
+    from trainers.learner import traj_weights
+    from trainers.sequences import TurnSample
+
+    reply = [5, 6, 7]
+    samples = [TurnSample([1] + reply, [0, 1, 1, 1], [0.0] * 4, [0.0, 1.0, 1.0, 1.0], 0, 0)]
+    samples += [TurnSample([1] + reply, [0, 1, 1, 1], [0.0] * 4, [0.0, -1.0, -1.0, -1.0], 1, k) for k in range(3)]
+    (w,) = traj_weights([samples])
+    assert w.tolist() == pytest.approx([1 / 6, 1 / 18, 1 / 18, 1 / 18])  # 1 / (3 tokens x 2) and 1 / (9 x 2)
+    mask = torch.tensor([s.policy_mask for s in samples])
+    adv = torch.tensor([s.advantages for s in samples])
+    lp = torch.zeros(4, 4, requires_grad=True)  # the same reply: one shared log-prob per position
+    # d loss / d log-prob of the reply's first token, summed over its 4 copies: -sum_b A_b x (token weight)
+    for agg, kw, expected in (("token-mean", {}, -(1 - 3) / 12), ("traj-mean", {"weights": w}, 0.0)):
+        lp.grad = None
+        loss, _ = policy_loss(lp, lp.detach(), adv, mask, agg=agg, **kw)
+        loss.backward()
+        shared = float(lp.grad[:, 1].sum())  # > 0: gradient descent lowers the shared reply's probability
+        assert shared == pytest.approx(expected, abs=1e-7)
+    with pytest.raises(ValueError, match="needs per-sample weights"):
+        policy_loss(lp, lp.detach(), adv, mask, agg="traj-mean")

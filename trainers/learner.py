@@ -69,7 +69,8 @@ class Learner:
             for step in steps:
                 self.optimizer.zero_grad()
                 total = sum(tokens[i] for i in step)
-                for i in step:
+                weights = traj_weights([micro[i] for i in step]) if cfg.agg == "traj-mean" else None
+                for j, i in enumerate(step):
                     batch = batches[i]
                     lp = token_logprobs(self.model, batch, batch["policy_mask"])
                     ref_lp = None
@@ -78,8 +79,10 @@ class Learner:
                             ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
                     loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
                                           clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, agg=cfg.agg,
-                                          ref_logprobs=ref_lp, kl_coef=cfg.kl_coef)
-                    weight = tokens[i] / total  # token-mean over the update's mini-batch
+                                          ref_logprobs=ref_lp, kl_coef=cfg.kl_coef,
+                                          weights=None if weights is None else weights[j])
+                    # token-mean over the update's mini-batch; traj-mean's weights already normalise the sum
+                    weight = 1.0 if weights is not None else tokens[i] / total
                     (loss * weight).backward()
                     share = weight / (n_steps * cfg.ppo_epochs)  # logs: the mean over all updates
                     logs["loss"] += float(loss.detach()) * share
@@ -93,3 +96,15 @@ class Learner:
         logs["samples"] = len(samples)
         logs["updates"] = updates
         return logs
+
+
+def traj_weights(parts: list[list]) -> list[torch.Tensor]:
+    """Per sample of each micro-batch of one update: 1 / (the policy tokens its trajectory has in the
+    update x the trajectories in the update), so the summed loss is GRPO's mean over trajectories of
+    each trajectory's token mean."""
+    tokens: dict[int, int] = {}
+    for part in parts:
+        for s in part:
+            tokens[s.trajectory] = tokens.get(s.trajectory, 0) + sum(s.policy_mask)
+    n = len(tokens)
+    return [torch.tensor([1.0 / (max(tokens[s.trajectory], 1) * n) for s in part]) for part in parts]
