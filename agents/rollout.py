@@ -3,8 +3,15 @@ every turn, so any turn can be restored and branched (what ProVer's verification
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+
 from agents.trajectory import Trajectory, Turn
 from prover_gym import snapshot
+
+# cumulative seconds of the batched rollouts (rollout_batch): "generate" (the policy's batched
+# generation) and "env" (reset / restore / snapshot / step through the pool); a profiler reads deltas
+PROFILE: Counter = Counter()
 
 
 def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None) -> Trajectory:
@@ -54,6 +61,7 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
     idx = list(range(len(pool))) if indices is None else list(indices)
     n = len(idx)
     pasts: list[list[Turn]] = [[] for _ in range(n)]
+    t_env = time.perf_counter()
     if starts is None:
         options = [{"task_id": t} for t in task_ids] if task_ids is not None else None
         first = pool.reset(seeds=seeds, options=options, indices=idx)
@@ -79,8 +87,12 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
     while active:
         envs = [idx[k] for k in active]
         snaps = pool.snapshot(envs)
+        t_gen = time.perf_counter()
+        PROFILE["env"] += t_gen - t_env
         outs = policy.act_batch(pool, envs, [obs[k] for k in active], [infos[k] for k in active],
                                 [pasts[k] + trajs[k].turns for k in active])
+        t_env = time.perf_counter()
+        PROFILE["generate"] += t_env - t_gen
         results = pool.step([o.action for o in outs], envs)
         still = []
         for k, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):
@@ -92,4 +104,24 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
             else:
                 still.append(k)
         active = still
+    PROFILE["env"] += time.perf_counter() - t_env
+    return trajs
+
+
+def play_tasks(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int = 50,
+               progress=None) -> list[Trajectory]:
+    """One episode of ``policy`` per task, ``batch`` envs at a time in lock-step through one sync
+    ``EnvPool`` made once (making an env can cost more than its episode: ALFWorld ~0.1 s).
+    ``progress(n)`` is called after each chunk with the number of episodes it played."""
+    from prover_gym import EnvPool
+
+    trajs: list[Trajectory] = []
+    if not task_ids:
+        return trajs
+    with EnvPool(env_id, min(batch, len(task_ids)), backend="sync", **env_kwargs) as pool:
+        for first in range(0, len(task_ids), batch):
+            chunk = task_ids[first:first + batch]
+            trajs += rollout_batch(pool, policy, task_ids=chunk, indices=list(range(len(chunk))))
+            if progress is not None:
+                progress(len(chunk))
     return trajs

@@ -39,7 +39,8 @@ class TrainConfig:
                                             "into an action (verl-agent uses 0.1)")
     gigpo_gamma: float = _f(0.95, "GiGPO: discount of the step returns (verl-agent's default)")
     gigpo_omega: float = _f(1.0, "GiGPO: weight of the step-group advantage added to the episode advantage")
-    agg: str = _f("token-mean", "loss aggregation: token-mean | seq-mean")
+    agg: str = _f("token-mean", "loss aggregation: token-mean (DAPO / Dr. GRPO) | seq-mean (per turn sample) | "
+                                "traj-mean (GRPO's 1/|o_i| over a multi-turn trajectory's policy tokens; trainers/loss.py)")
     ppo_epochs: int = _f(1, "passes over each iteration's batch (GRPO's mu); >1 makes the clipped ratio matter")
     updates_per_epoch: int = _f(1, "optimizer steps per pass (the batch cut into that many mini-batches)")
     minibatch_size: int = _f(16, "turn samples per gradient-accumulation micro-batch")
@@ -60,6 +61,8 @@ class TrainConfig:
     sft_episodes: int | None = _f(32, "expert episodes for the SFT warm start, on consecutive tasks of the train split; "
                                       "null = one per task, so SFT covers every task RL trains on")
     sft_lr: float = _f(1e-3, "SFT learning rate")
+    sft_schedule: str = _f("constant", "SFT learning-rate schedule: constant | cosine (5% linear warm-up, then "
+                                       "cosine decay to 0)")
     seed: int = _f(0, "seed of task sampling, generation and initialisation")
     out_dir: str = _f("runs/default", "where metrics.jsonl and checkpoints go")
     checkpoint_every: int = _f(1, "iterations between checkpoints (atomic; --resume continues from the last)")
@@ -81,6 +84,10 @@ class TrainConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method={self.method!r}; use one of {METHODS}")
+        if self.agg not in ("token-mean", "seq-mean", "traj-mean"):
+            raise ValueError(f"agg={self.agg!r}; use 'token-mean', 'seq-mean' or 'traj-mean'")
+        if self.sft_schedule not in ("constant", "cosine"):
+            raise ValueError(f"sft_schedule={self.sft_schedule!r}; use 'constant' or 'cosine'")
         if self.sign not in ("positive", "both"):
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
         if self.ppo_epochs < 1 or self.updates_per_epoch < 1:

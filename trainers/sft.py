@@ -3,6 +3,7 @@ tokens masked, the LM head computed on target positions only)."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 
@@ -50,12 +51,28 @@ def expert_examples(env, policy, backend, episodes: int | None, seed: int) -> li
     return examples
 
 
+def lr_factor(step: int, steps: int, schedule: str) -> float:
+    """The multiplier of the learning rate at ``step`` (0-based): 1 (constant), or a 5% linear warm-up
+    followed by a cosine decay to 0 (cosine)."""
+    if schedule == "constant":
+        return 1.0
+    warm = max(1, steps // 20)
+    if step < warm:
+        return (step + 1) / warm
+    return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+
 def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float, pad_id: int,
-              rng: random.Random) -> list[float]:
-    """``steps`` AdamW steps on random mini-batches of ``examples``; returns the losses."""
+              rng: random.Random, schedule: str = "constant", progress: bool = False) -> list[float]:
+    """``steps`` AdamW steps on random mini-batches of ``examples``; returns the losses. ``progress``:
+    one tqdm bar with the running loss."""
+    from tqdm import tqdm
+
     opt = torch.optim.AdamW(params, lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, steps, schedule))
     losses = []
     model.train()
+    bar = tqdm(total=steps, desc="SFT", unit="step", leave=False, disable=not progress or None)
     for _ in range(steps):
         batch = rng.sample(examples, min(batch_size, len(examples)))
         width = max(len(p) + len(t) for p, t in batch)
@@ -73,6 +90,11 @@ def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sched.step()
         losses.append(float(loss.detach()))
+        bar.update(1)
+        if len(losses) % 20 == 0:
+            bar.set_postfix(loss=f"{sum(losses[-20:]) / 20:.3f}")
+    bar.close()
     model.eval()
     return losses

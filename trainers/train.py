@@ -40,7 +40,8 @@ METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx
            "prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
            "prover/positive_segments", "prover/mean_segment_advantage", "prover/segment_advantages",
            "prover/credited_tokens", "prover/extra_tokens_ratio", "prover/extra_env_steps_ratio",
-           "policy/failures", "rollout_digest", "seconds")
+           "policy/failures", "time/rollout_generate", "time/rollout_env", "time/credit", "time/credit_generate",
+           "time/credit_env", "time/learn", "rollout_digest", "seconds")
 TASK_GROUP_KEYS = ("task_type", "data_source")
 
 
@@ -148,7 +149,8 @@ class Trainer:
         covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
         train_tasks = len(self.env.unwrapped.task_ids())
         losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
-                           lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng)
+                           lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng,
+                           schedule=cfg.sft_schedule, progress=cfg.progress)
         self.sync_generator()
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
             # coverage: RL samples every task of the split, so SFT should have seen them all (sft_episodes=null)
@@ -194,11 +196,26 @@ class Trainer:
         return logs
 
     def step(self) -> dict:
+        from agents.rollout import PROFILE
+
         t0 = time.time()
+        p0 = dict(PROFILE)
         groups = self.collect()
+        p1, t1 = dict(PROFILE), time.time()
         trajectories = [t for g in groups for t in g]
         advantages, credit = self.advantages(groups)
+        p2, t2 = dict(PROFILE), time.time()
         logs = self.learn(trajectories, advantages)
+        t3 = time.time()
+
+        def spent(a, b, key):
+            return round(b.get(key, 0.0) - a.get(key, 0.0), 3)
+
+        # where the iteration's time went: rollouts (generation / env), credit (judge + verification
+        # continuations, their generation / env), the learner's update
+        timing = {"time/rollout_generate": spent(p0, p1, "generate"), "time/rollout_env": spent(p0, p1, "env"),
+                  "time/credit": round(t2 - t1, 3), "time/credit_generate": spent(p1, p2, "generate"),
+                  "time/credit_env": spent(p1, p2, "env"), "time/learn": round(t3 - t2, 3)}
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
@@ -209,7 +226,7 @@ class Trainer:
                "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
                "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
                **success_by_group(trajectories),
-               "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
+               **timing, "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
         row.update({f"judge/{k}": v for k, v in (getattr(self.judge, "stats", None) or {}).items()})

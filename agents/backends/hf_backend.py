@@ -15,7 +15,9 @@ class HFBackend(LocalChatBackend):
                  trainable: bool = False):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar per checkpoint: the caller reports its stages
         path = Path(model_path).expanduser()
         if not path.exists():
             raise BackendError(f"model_path={model_path!r}: no such local directory (models are never downloaded here)")
