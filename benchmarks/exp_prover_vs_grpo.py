@@ -1,14 +1,16 @@
-"""CPU experiment (not a test): does ProVer beat GRPO with the tiny model? Search-QA single-hop
-(2 turns: the search query, copied from the question, decides whether the answer can be read).
+"""CPU experiment (not a test): does ProVer beat GRPO with the tiny model? In any base's setting
+(trainers/bases.py): Search-QA single-hop (the query copied from the question decides whether the
+answer can be read), WebShop from the item page (each option click), ALFWorld from the object (the
+take and the carry).
 
-    python benchmarks/exp_prover_vs_grpo.py --seeds 0 1 2 --iterations 20 --out runs/exp_prover
+    python benchmarks/exp_prover_vs_grpo.py --base webshop --seeds 0 1 2 --iterations 20 --out runs/exp_webshop
 
-1. One SFT checkpoint on expert episodes of *every* RL train question (``--sft-episodes`` 1200 =
-   the whole single-hop train split, so SFT covers what RL trains on), saved to ``<out>/sft``.
+1. The shared SFT checkpoint is the setting's shipped base (bases/<name>: SFT on expert episodes of
+   every train task, so SFT covers what RL trains on; `python -m trainers.bases build <name>`).
 2. Every method x seed starts RL from it with the same budget; runs with the same seed see the same
    tasks in the same order (task sampling is the only use of the trainer's RNG).
-3. Greedy evaluation on held-out test questions (``--eval-tasks``, default the whole test split),
-   per task, so methods are compared *paired* (same seed, same task) with bootstrap 95% intervals
+3. Greedy evaluation on held-out tasks (``--eval-tasks``, default the whole eval split), per task,
+   so methods are compared *paired* (same seed, same task) with bootstrap 95% intervals
    (leaderboards/stats.py); a difference is claimed only when its interval excludes 0.
 Also: training success curves, the share of verified segments with A_seg > 0, credited segments,
 and the extra generation of verification. Writes ``summary.json``; finished runs are reused.
@@ -30,50 +32,37 @@ from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import load_config  # noqa: E402
 from trainers.train import Trainer  # noqa: E402
 
-SETTING = ["env_id=prover/SearchQA-v0", "env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}",
-           "max_tokens=32"]
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
 METHODS = {"grpo": ["method=grpo"], "gigpo": ["method=gigpo"], "prover": ["method=prover"],
            "prover_random": ["method=prover_random"], "prover_unverified": ["method=prover_unverified"],
            "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"]}
 
 
-def sft_checkpoint(out: Path, steps: int, episodes: int) -> Path:
-    model = out / "sft"
-    if (model / "config.json").is_file():
-        return model
-    cfg = load_config(None, SETTING + [f"sft_steps={steps}", f"sft_episodes={episodes}", "iterations=0",
-                                       f"out_dir={out / 'sft-run'}", "progress=false"])
-    t0 = time.time()
-    trainer = Trainer(cfg)
-    losses = trainer.sft()
-    trainer.export(out / "sft.tmp")
-    (out / "sft.tmp").rename(model)
-    print(f"SFT: {steps} steps on {episodes} episodes, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
-          f"{time.time() - t0:.0f}s", flush=True)
-    return model
+def setting(name: str) -> tuple[list[str], dict]:
+    """Trainer overrides of the base's setting (env, kwargs, prompt format, token budget) and its eval kwargs."""
+    from trainers.bases import base_dir, recipe
+
+    spec = recipe(name)
+    overrides = [f"env_id={spec['env_id']}", f"env_kwargs={json.dumps(spec['train_kwargs'])}",
+                 f"policy_format={json.dumps(spec['format'])}", f"max_tokens={spec['sft']['max_tokens']}",
+                 f"model_path={base_dir(name)}"]
+    return overrides, spec["eval_kwargs"]
 
 
-def evaluate(trainer: Trainer, n: int) -> dict[str, int]:
-    """Greedy outcome (0/1) per test question, the first ``n`` of the split (all when n = 0)."""
-    from agents.rollout import rollout_batch
+def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
+    """Greedy outcome (0/1) per held-out task (env ``kwargs``), the first ``n`` of the split (all when n = 0)."""
+    from agents.rollout import play_tasks
     from prover_gym import EnvPool
 
-    kwargs = {**trainer.cfg.env_kwargs, "split": "test"}
     trainer.generator.defaults["temperature"] = 0.0
-    outcomes: dict[str, int] = {}
     try:
         with EnvPool(trainer.cfg.env_id, 1, backend="sync", **kwargs) as probe:
             ids = probe.call("task_ids", indices=[0])[0]
         ids = ids[:n] if n else ids
-        for first in range(0, len(ids), 50):
-            chunk = ids[first:first + 50]
-            with EnvPool(trainer.cfg.env_id, len(chunk), backend="sync", **kwargs) as pool:
-                for task, traj in zip(chunk, rollout_batch(pool, trainer.policy, task_ids=chunk)):
-                    outcomes[task] = int(traj.won)
+        trajs = play_tasks(trainer.cfg.env_id, kwargs, trainer.policy, ids, batch=50)
     finally:
         trainer.generator.defaults["temperature"] = trainer.cfg.temperature
-    return outcomes
+    return {task: int(t.won) for task, t in zip(ids, trajs)}
 
 
 def main() -> None:
@@ -81,24 +70,23 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
                     choices=sorted(METHODS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--base", default="searchqa", help="the setting and its shipped SFT base: searchqa | webshop | alfworld")
     ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--sft-steps", type=int, default=1500)
-    ap.add_argument("--sft-episodes", type=int, default=1200)
-    ap.add_argument("--eval-tasks", type=int, default=0, help="test questions to evaluate (0 = all)")
+    ap.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks to evaluate (0 = all)")
     ap.add_argument("--out", default="runs/exp_prover")
     ap.add_argument("overrides", nargs="*", help="trainer overrides for every RL run, e.g. lr=2e-4 beta=0.5")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sft = sft_checkpoint(out, args.sft_steps, args.sft_episodes)
-    common = SETTING + [f"model_path={sft}", "sft_steps=0", f"iterations={args.iterations}", "progress=false",
-                        "tasks_per_iteration=8", "max_verified_groups=4", "lr=1e-4", *args.overrides]
-    summary: dict = {"setting": SETTING, "iterations": args.iterations, "overrides": args.overrides,
-                     "seeds": args.seeds, "sft_steps": args.sft_steps, "sft_episodes": args.sft_episodes}
+    base_overrides, eval_kwargs = setting(args.base)
+    common = base_overrides + ["sft_steps=0", f"iterations={args.iterations}", "progress=false",
+                               "tasks_per_iteration=8", "max_verified_groups=4", "lr=1e-4", *args.overrides]
+    summary: dict = {"base": args.base, "setting": base_overrides, "eval_kwargs": eval_kwargs,
+                     "iterations": args.iterations, "overrides": args.overrides, "seeds": args.seeds}
     base = out / "sft-eval.json"
     if not base.is_file():
         t = Trainer(load_config(None, common + [f"out_dir={out / 'sft-eval'}"]))
-        atomic_write(base, json.dumps(evaluate(t, args.eval_tasks)))
+        atomic_write(base, json.dumps(evaluate(t, args.eval_tasks, eval_kwargs)))
     sft_outcomes = json.loads(base.read_text())
     summary["sft"] = dict(zip(("mean", "low", "high"), bootstrap_ci(list(sft_outcomes.values()))))
     print("sft", json.dumps(summary["sft"]), flush=True)
@@ -115,7 +103,7 @@ def main() -> None:
                 trainer.run()
                 rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
                 a_seg = [a for r in rows for a in r.get("prover/segment_advantages", [])]
-                result = {"seed": seed, "curve": [r["success"] for r in rows], "outcomes": evaluate(trainer, args.eval_tasks),
+                result = {"seed": seed, "curve": [r["success"] for r in rows], "outcomes": evaluate(trainer, args.eval_tasks, eval_kwargs),
                           "proposed": sum(r["prover/proposed_segments"] for r in rows),
                           "verified": sum(r["prover/verified_segments"] for r in rows),
                           "credited": sum(r["prover/credited_segments"] for r in rows),

@@ -33,7 +33,7 @@ QUICK = {
     "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
     "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
     "prover_overhead": ["exp_prover_vs_grpo.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
-                        "--sft-steps", "40", "--sft-episodes", "8", "--eval-tasks", "8", "tasks_per_iteration=2"],
+                        "--eval-tasks", "8", "--out", "runs/exp_quick", "tasks_per_iteration=2"],
 }
 FULL = {
     "searchqa": ["bench_searchqa.py"],
@@ -41,8 +41,10 @@ FULL = {
     "alfworld": ["bench_alfworld.py"],
     "pool": ["bench_pool.py", "--steps", "400", "--ray"],
     "judges": ["bench_judges.py"],
-    # the ProVer-vs-GRPO experiment (about 30 min); finished runs in runs/exp_prover are reused
+    # the ProVer-vs-GRPO experiment on each shipped base; finished runs under runs/ are reused
     "prover_overhead": ["exp_prover_vs_grpo.py", "--out", "runs/exp_prover"],
+    "prover_webshop": ["exp_prover_vs_grpo.py", "--base", "webshop", "--out", "runs/exp_webshop"],
+    "prover_alfworld": ["exp_prover_vs_grpo.py", "--base", "alfworld", "--out", "runs/exp_alfworld"],
 }
 
 
