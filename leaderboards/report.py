@@ -12,10 +12,62 @@ import math
 import time
 from pathlib import Path
 
+from leaderboards.stats import paired_difference_ci, standard_error, verdict
 from prover_gym.cache import atomic_write
 
 METHOD_ORDER = ("random", "expert", "sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
+# (a, b): the paired differences a - b the report states with an interval and a verdict, when both ran
+COMPARISONS = (("sft", "random"), ("grpo", "sft"), ("prover", "sft"), ("prover", "grpo"), ("gigpo", "grpo"),
+               ("prover", "gigpo"), ("prover_random", "grpo"), ("prover_unverified", "grpo"), ("dr_grpo", "grpo"))
+
+
+def success_se(rs: list[dict]) -> float:
+    """Standard error of a cell's success: binomial over its episodes, or over seeds' means when several
+    seeds vary more than that (whichever is larger)."""
+    episodes = [v for r in rs for v in (r["extra"].get("outcomes") or {}).values()]
+    binomial = standard_error(episodes) if episodes else 0.0
+    if len(rs) < 2:
+        return binomial
+    _, sd = _mean_std([r["success"] for r in rs])
+    return max(binomial, sd / math.sqrt(len(rs)))
+
+
+def _paired(rows: list[dict], env: str | None, a: str, b: str) -> tuple[list[float], list[float]]:
+    """Outcomes of methods a and b on the same (env, seed, task), in a fixed order."""
+    def table(method):
+        out = {}
+        for r in rows:
+            if r["method"] == method and (env is None or r["env"] == env):
+                for task, v in (r["extra"].get("outcomes") or {}).items():
+                    out[(r["env"], r["seed"], task)] = float(v)
+        return out
+
+    ta, tb = table(a), table(b)
+    keys = sorted(set(ta) & set(tb))
+    return [ta[k] for k in keys], [tb[k] for k in keys]
+
+
+def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
+    """Each COMPARISONS pair per env and over all envs (pairs pooled): the paired bootstrap 95% interval
+    of the success difference, and a verdict that says 'within noise' when it includes 0."""
+    out = []
+    for a, b in COMPARISONS:
+        for env in [*envs, None]:
+            xa, xb = _paired(rows, env, a, b)
+            if not xa or (env is None and len({e for e in envs if _paired(rows, e, a, b)[0]}) < 2):
+                continue
+            diff = paired_difference_ci(xa, xb)
+            out.append({"env": env or "all envs", "a": a, "b": b, "pairs": len(xa), "diff": diff[0],
+                        "low": diff[1], "high": diff[2], "verdict": verdict(diff)})
+    return out
+
+
+def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["comparison", "env", "paired episodes", "difference (points)", "95% CI", "verdict"]
+    body = [[f"{c['a']} - {c['b']}", c["env"], str(c["pairs"]), f"{100 * c['diff']:+.1f}",
+             f"{100 * c['low']:+.1f} to {100 * c['high']:+.1f}", c["verdict"].split(":")[0]] for c in comps]
+    return header, body
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -48,7 +100,7 @@ def aggregate(rows: list[dict]) -> list[dict]:
         extra_steps = [r["extra"].get("prover/extra_env_steps_ratio") for r in rs if "prover/extra_env_steps_ratio" in r["extra"]]
         out.append({
             "env": env, "method": method, "seeds": sorted(r["seed"] for r in rs),
-            "success_mean": s_m, "success_std": s_s, "score_mean": c_m, "score_std": c_s,
+            "success_mean": s_m, "success_std": s_s, "success_se": success_se(rs), "score_mean": c_m, "score_std": c_s,
             "groups": {g: _mean_std(v)[0] for g, v in sorted(groups.items())},
             "episodes": sum(r["episodes"] for r in rs),
             "extra_tokens_ratio": _mean_std(extra_tok)[0] if extra_tok else None,
@@ -89,7 +141,7 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
             a = cell.get((e, m))
             if e in SCORE_ENVS:
                 row.append(_fmt(a["score_mean"], a["score_std"]) if a else "")
-            row.append(_fmt(a["success_mean"], a["success_std"]) if a else "")
+            row.append(_fmt(a["success_mean"], a["success_se"]) if a else "")
             if a:
                 succ.append(a["success_mean"])
                 if a["extra_tokens_ratio"] is not None and m.startswith("prover"):
@@ -231,15 +283,23 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
     present = [e for e in envs if any(a["env"] == e for a in agg)]
     header, body = main_table(agg, present)
     groups = group_tables(agg, present)
+    comps = comparisons(rows, present)
     prec = [p for p in db.precisions(preset) if p["env"] in present]
     commits = sorted({r["commit_id"] for r in rows if r["commit_id"]})
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     paths = []
 
     md = [f"# prover-gym leaderboard: preset `{preset}`", "",
-          f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success and score in %, mean ± std over "
-          "seeds; 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the generation "
-          "added by verification continuations, relative to the base rollouts.", "", _md(header, body), ""]
+          f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success in %, mean ± standard error "
+          "(binomial over the eval episodes, or over seeds when they vary more); WebShop's score is the mean reward "
+          "(± std over seeds). 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the "
+          "generation added by verification continuations, relative to the base rollouts.", "", _md(header, body), ""]
+    if comps:
+        md += ["## Differences, paired by eval task and seed", "",
+               "Bootstrap 95% intervals of the success difference over the same (task, seed) pairs; a difference is "
+               "claimed only when its interval excludes 0.", "", _md(*_comparison_table(comps)), ""]
+        md += [f"- {c['a']} vs {c['b']} ({c['env']}): {c['verdict']}" for c in comps
+               if (c["a"], c["b"]) == ("prover", "grpo")] + [""]
     for env, h, b in groups:
         md += [f"## {env}: success by group", "", _md(h, b), ""]
     if prec:
@@ -252,18 +312,18 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
 
     buf = io.StringIO()
     all_groups = sorted({g for a in agg for g in a["groups"]})
-    cols = ["env", "method", "seeds", "success_mean", "success_std", "score_mean", "score_std", "rel_vs_grpo_pct",
-            "extra_tokens_ratio", "extra_env_steps_ratio", "episodes", "env_steps", "tokens", "train_seconds",
-            "eval_seconds", *[f"group:{g}" for g in all_groups]]
+    cols = ["env", "method", "seeds", "success_mean", "success_std", "success_se", "score_mean", "score_std",
+            "rel_vs_grpo_pct", "extra_tokens_ratio", "extra_env_steps_ratio", "episodes", "env_steps", "tokens",
+            "train_seconds", "eval_seconds", *[f"group:{g}" for g in all_groups]]
     w = csv.writer(buf)
     w.writerow(cols)
     for a in agg:
-        w.writerow([a["env"], a["method"], " ".join(map(str, a["seeds"])), *[a[c] for c in cols[3:15]],
+        w.writerow([a["env"], a["method"], " ".join(map(str, a["seeds"])), *[a[c] for c in cols[3:16]],
                     *[a["groups"].get(g, "") for g in all_groups]])
     paths.append(atomic_write(out / "leaderboard.csv", buf.getvalue()))
 
     doc = {"preset": preset, "generated": stamp, "commits": commits, "envs": present, "leaderboard": agg,
-           "results": rows, "judge_precision": prec,
+           "comparisons": comps, "results": rows, "judge_precision": prec,
            "curves": {r["key"]: db.curve(r["key"]) for r in rows if r["method"] not in ("random", "expert")}}
     paths.append(atomic_write(out / "leaderboard.json", json.dumps(doc, indent=1, default=str)))
 
@@ -272,8 +332,11 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
         paths.append(atomic_write(out / name, data))
     parts = [f"<h1>prover-gym leaderboard: preset <code>{html.escape(preset)}</code></h1>",
              f"<p>Generated {html.escape(stamp)}; commit {html.escape(', '.join(commits) or 'unknown')}. "
-             "Success and score in %, mean ± std over seeds. Click a column header to sort.</p>",
+             "Success in %, mean ± standard error. Click a column header to sort.</p>",
              _html_table(header, body)]
+    if comps:
+        parts += ["<h2>Differences, paired by eval task and seed (bootstrap 95% CI)</h2>",
+                  _html_table(*_comparison_table(comps))]
     for env, h, b in groups:
         parts += [f"<h2>{html.escape(env)}: success by group</h2>", _html_table(h, b)]
     if prec:

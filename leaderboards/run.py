@@ -74,10 +74,11 @@ def load_preset(name_or_path: str) -> dict:
         for key in ("env_id", "train_kwargs", "eval_kwargs"):
             if key not in env:
                 raise PresetError(f"{path}: envs.{env_name} needs {key!r}")
-        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format"}
+        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base"}
         if extra:
             raise PresetError(f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
-                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt format kwargs)")
+                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt "
+                              "format kwargs), base (a shipped SFT base, trainers/bases.py, used instead of training SFT)")
     return _expand(preset, path)
 
 
@@ -146,19 +147,11 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
     """Play each task once with ``policy`` (batched over a sync EnvPool); success, score, groups."""
     from tqdm import tqdm
 
-    from agents.rollout import rollout_batch
-    from prover_gym import EnvPool
+    from agents.rollout import play_tasks
 
     t0 = time.time()
-    trajs = []
     bar = tqdm(total=len(task_ids), desc=desc, leave=False, disable=None)
-    start = 0
-    while start < len(task_ids):
-        chunk = task_ids[start:start + batch]
-        with EnvPool(env_id, len(chunk), backend="sync", **env_kwargs) as pool:
-            trajs += rollout_batch(pool, policy, task_ids=chunk)
-        start += len(chunk)
-        bar.update(len(chunk))
+    trajs = play_tasks(env_id, env_kwargs, policy, task_ids, batch=batch, progress=bar.update)
     bar.close()
     stats = getattr(policy, "stats", None) or {}
     if stats.get("requests") and stats.get("failures") == stats["requests"]:
@@ -180,6 +173,8 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
         "tokens": sum(len(turn.token_ids or []) for t in trajs for turn in t.turns),
         "invalid_actions": sum(not turn.valid for t in trajs for turn in t.turns),
         "eval_seconds": round(time.time() - t0, 2),
+        # per task 0/1, for standard errors and paired comparisons between methods (same tasks, same seed)
+        "outcomes": {task: int(t.won) for task, t in zip(task_ids, trajs)},
         # requests the policy's backend failed (after its retries); each cost one turn (an invalid action)
         "policy_failures": stats.get("failures", 0),
     }
@@ -199,6 +194,31 @@ def llm_policy(preset: dict, model_path: str, env_cfg: dict, seed: int, backend_
 
 
 # ---- training ----------------------------------------------------------------------------------
+def shipped_base(env_name: str, env_cfg: dict) -> dict | None:
+    """The env block's ``base`` (a name in trainers.bases.RECIPES): its directory and recipe, checked
+    against the block (a base SFT'd for another setting would not be the `sft` row of this one)."""
+    name = env_cfg.get("base")
+    if not name:
+        return None
+    from trainers.bases import BaseError, base_dir
+
+    try:
+        path = base_dir(str(name))
+    except BaseError as exc:
+        raise PresetError(f"envs.{env_name}.base: {exc}") from None
+    meta = json.loads((path / "recipe.json").read_text())
+    built = meta["recipe"]
+    for key, ours in (("env_id", env_cfg["env_id"]), ("train_kwargs", env_cfg["train_kwargs"]),
+                      ("format", env_cfg.get("format") or {})):
+        if built[key] != ours:
+            raise PresetError(f"envs.{env_name}.base {name!r} was built for {key}={built[key]!r} but the block has "
+                              f"{ours!r}; use the same setting, or drop `base` to train SFT here")
+    digest = config_hash(meta)
+    return {"model_dir": str(path), "curve": [], "train_seconds": 0.0,
+            "extra": {"base": str(name), "base_hash": digest, "base_sft_seconds": meta.get("sft_seconds")},
+            "hash": digest}
+
+
 def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: Path, model_path: str | None,
                   judge: dict):
     from trainers.config import TrainConfig
@@ -220,7 +240,7 @@ def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: 
 
 
 def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_path: str | None,
-          judge: dict) -> dict:
+          judge: dict, model_hash: str | None = None) -> dict:
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
     from prover_gym.cache import atomic_write
     from trainers.train import Trainer
@@ -228,7 +248,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
     env_cfg = preset["envs"][env_name]
     run_dir = out / "runs" / preset["name"] / env_name / method / f"seed{seed}"
     cfg = _train_config(preset, env_cfg, method, seed, run_dir, model_path, judge)
-    digest = config_hash(cfg.to_dict())
+    digest = config_hash([cfg.to_dict(), model_hash])  # model_hash: the start model's content, when shipped
     meta_path = run_dir / "leaderboard_meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     state_path = run_dir / "checkpoint" / "state.json"
@@ -266,7 +286,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
 
 
 # ---- judge precision ----------------------------------------------------------------------------
-def judge_precision(preset: dict, env_name: str, db) -> None:
+def judge_precision(preset: dict, env_name: str, db) -> bool:
     """Each judge kind on one-slip groups, measured by verification: the share of its proposals whose
     A_seg (``m`` continuations of a noisy expert, ``eps`` random turns) is > 0, the mean A_seg, and the
     agreement with the exhaustive judge's best verified turn (trainers/judge_eval.py)."""
@@ -279,13 +299,13 @@ def judge_precision(preset: dict, env_name: str, db) -> None:
 
     spec = preset.get("judge_precision") or {}
     if not spec.get("tasks"):
-        return
+        return False
     env_cfg = preset["envs"][env_name]
     kinds = spec.get("kinds", ["random", "first_divergence", "oracle", "exhaustive"])
     digest = config_hash([env_cfg, spec, "verified"])
     todo = [k for k in kinds if db.get_precision(f"{preset['name']}|{env_name}|{k}|{digest}") is None]
     if not todo:
-        return
+        return False
     groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0,
                          slack=spec.get("slack"))
     env = gym.make(env_cfg["env_id"], **env_cfg["eval_kwargs"])
@@ -300,6 +320,7 @@ def judge_precision(preset: dict, env_name: str, db) -> None:
         stats.update(continuation=f"noisy expert eps={eps}", m=m)
         db.put_precision(f"{preset['name']}|{env_name}|{kind}|{digest}", preset["name"], env_name, kind, digest, stats)
     env.close()
+    return True
 
 
 # ---- the run -------------------------------------------------------------------------------------
@@ -316,6 +337,7 @@ def plan_methods(preset: dict, args) -> list[str]:
 def run(args) -> Path:
     from leaderboards.db import ResultsDB
     from leaderboards.report import write_reports
+    from leaderboards.stats import standard_error
 
     preset = load_preset(args.preset)
     envs = list(args.envs or preset["envs"])
@@ -342,11 +364,15 @@ def run(args) -> Path:
             env_cfg = preset["envs"][env_name]
             split = str(env_cfg["eval_kwargs"].get("split", "test"))
             if not args.eval_only:
-                judge_precision(preset, env_name, db)
+                t_judge = time.time()
+                if judge_precision(preset, env_name, db):
+                    print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} judge precision by verification: "
+                          f"{time.time() - t_judge:.0f}s", flush=True)
             for seed in seeds:
                 tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
                 eval_hash = config_hash([env_cfg, ev, tasks])
-                sft_model = None
+                base = None if args.eval_only else shipped_base(env_name, env_cfg)
+                sft_model = base and base["model_dir"]
                 entries = []
                 if args.eval_only:
                     policy_cfg = _policy_config(args.policy)
@@ -355,7 +381,7 @@ def run(args) -> Path:
                 else:
                     entries = [(m, None) for m in methods]
                 for method, special in entries:
-                    key_hash = config_hash([eval_hash, method, preset.get("model"),
+                    key_hash = config_hash([eval_hash, method, preset.get("model"), base and base["hash"],
                                             [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
                                             judge if method.startswith("prover") else None, special])
                     key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
@@ -375,29 +401,42 @@ def run(args) -> Path:
 
                         policy = ExpertPolicy()
                     else:
+                        if method == "sft" and base is not None:
+                            trained = base
                         if sft_model is None:
                             sft = train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
                             sft_model = sft["model_dir"]
                             if method == "sft":
                                 trained = sft
                         if method != "sft":
-                            trained = train(preset, env_name, method, seed, out, sft_model, judge)
+                            trained = train(preset, env_name, method, seed, out, sft_model, judge,
+                                            base and base["hash"])
                         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
                     res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
                                    group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
                     failures = res.pop("policy_failures")
+                    outcomes = res.pop("outcomes")
                     if failures:
                         print(f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
                               f"(each an invalid action); last error: {policy.last_error}", file=sys.stderr)
                     row = {"key": key, "preset": name, "env": env_name, "env_id": env_cfg["env_id"], "method": method,
                            "split": split, "seed": seed, "config_hash": key_hash, "commit_id": commit, **res,
                            "train_seconds": trained["train_seconds"],
-                           "extra": {**trained["extra"], **({"policy_failures": failures} if failures else {})}}
+                           "extra": {**trained["extra"], "outcomes": outcomes,
+                                     **({"policy_failures": failures} if failures else {})}}
                     db.put(row, trained["curve"])
                     done += 1
+                    se = standard_error(list(outcomes.values()))
                     print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} {method:18s} seed {seed}: success "
-                          f"{res['success']:.3f} score {res['score']:.3f} ({res['episodes']} episodes)", flush=True)
+                          f"{100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) score {100 * res['score']:5.1f} "
+                          f"({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
+                          f"eval {res['eval_seconds']:.0f}s)", flush=True)
         paths = write_reports(db, name, out, envs=envs)
+        from leaderboards.report import comparisons
+
+        for c in comparisons([r for r in db.results(name) if r["env"] in envs], envs):
+            if (c["a"], c["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
+                print(f"{c['a']} vs {c['b']} ({c['env']}, {c['pairs']} paired episodes): {c['verdict']}")
     finally:
         db.close()
     print(f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "

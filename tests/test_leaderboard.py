@@ -64,6 +64,13 @@ def test_smoke_tables(smoke):
     assert judges_seen == {"random", "first_divergence", "oracle", "exhaustive"}
     assert all(p["continuation"].startswith("noisy expert") for p in doc["judge_precision"])
     assert "pick_and_place_simple" in md  # ALFWorld's per-task-type table
+    # paired differences with intervals and a verdict in words, ProVer vs GRPO among them
+    assert "## Differences, paired by eval task and seed" in md
+    assert any(line.startswith("- prover vs grpo (") and ("within noise" in line or "higher" in line or "lower" in line)
+               for line in md.splitlines())
+    assert "prover vs grpo" in proc.stdout
+    assert all(set(r["extra"]["outcomes"].values()) <= {0, 1} and len(r["extra"]["outcomes"]) == 4
+               for r in doc["results"])
     page = (out / "leaderboard.html").read_text()
     assert "class=\"sortable\"" in page and "data:image/png;base64," in page and "<script>" in page
     with sqlite3.connect(out / "results.sqlite") as db:
@@ -214,3 +221,27 @@ def test_a_results_file_from_before_verified_precision_opens_and_takes_new_rows(
                                                               "agreement": 1.0})
     assert db.precisions("p")[0]["agreement"] == 1.0
     db.close()
+
+
+def test_report_states_paired_differences_with_intervals_and_says_when_within_noise():
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.report import aggregate, comparisons
+
+    def row(env, method, wins):
+        outcomes = {f"t{i}": w for i, w in enumerate(wins)}
+        return {"env": env, "method": method, "seed": 0, "success": sum(wins) / len(wins), "score": 0.0,
+                "groups": {}, "episodes": len(wins), "extra": {"outcomes": outcomes}, "train_seconds": 0.0,
+                "eval_seconds": 0.0, "tokens": 0, "env_steps": 0}
+
+    n = 200
+    rows = [row("a", "sft", [i % 2 for i in range(n)]), row("a", "grpo", [1] * n),          # +50 points
+            row("a", "prover", [1] * (n - 1) + [0]),                                          # -0.5: noise
+            row("b", "grpo", [i % 2 for i in range(n)]), row("b", "prover", [i % 2 for i in range(n)])]
+    comps = {(c["a"], c["b"], c["env"]): c for c in comparisons(rows, ["a", "b"])}
+    assert comps[("grpo", "sft", "a")]["verdict"].startswith("higher: +50.0 points")
+    assert comps[("prover", "grpo", "a")]["verdict"].startswith("within noise")
+    pooled = comps[("prover", "grpo", "all envs")]
+    assert pooled["pairs"] == 2 * n and ("grpo", "sft", "all envs") not in comps  # pooled only over >= 2 envs
+    agg = {(a["env"], a["method"]): a for a in aggregate(rows)}
+    assert agg[("a", "sft")]["success_se"] == pytest.approx(math.sqrt(0.25 / n))
+    assert agg[("a", "grpo")]["success_se"] == 0.0
