@@ -121,8 +121,8 @@ class SlipPolicy:
 
 
 def metric_rows(out) -> list[dict]:
-    """A trainer run's metrics.jsonl rows without the wall-clock field (comparable across runs)."""
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+    """A trainer run's metrics.jsonl rows without the wall-clock fields (comparable across runs)."""
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds" and not k.startswith("time/")}
             for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 

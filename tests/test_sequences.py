@@ -74,6 +74,11 @@ def test_kept_token_count_cuts_discarded_generation(setup):
     n = kept_token_count(tok, ids, "<search> who </search>")
     assert tok.decode(ids[:n]).startswith("<search> who </search>") and n < len(ids)
     assert kept_token_count(tok, ids, "something else") == len(ids)
+    # a reply kept whole trains its EOS too (the stop is the policy's decision); a cut one does not
+    reply = tok("<think>go</think><action>look</action>", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    assert kept_token_count(tok, reply, "<think>go</think><action>look</action>") == len(reply)
+    cut = tok("<search> who </search> more", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    assert kept_token_count(tok, cut, "<search> who </search>") < len(cut) - 1
     with pytest.raises(ValueError, match="advantages"):
         turn_samples(setup[1], [[1.0]], tok)
 

@@ -27,7 +27,8 @@ class TurnSample:
 
 
 def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
-    """The shortest prefix of ``token_ids`` whose decoding covers ``kept_text``. Memoised: an
+    """The shortest prefix of ``token_ids`` whose decoding covers ``kept_text`` (all of them, EOS included,
+    when nothing was cut). Memoised: an
     iteration asks for every turn twice (the credit's token layout, then the learner's samples),
     and each answer decodes up to every prefix."""
     return _kept_token_count(tokenizer, tuple(token_ids), kept_text)
@@ -36,8 +37,12 @@ def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
 @functools.lru_cache(maxsize=1 << 16)
 def _kept_token_count(tokenizer, token_ids: tuple[int, ...], kept_text: str) -> int:
     token_ids = list(token_ids)
-    if not tokenizer.decode(token_ids, skip_special_tokens=True).startswith(kept_text):
-        return len(token_ids)  # the kept text is not a prefix of the generation: keep every token
+    full = tokenizer.decode(token_ids, skip_special_tokens=True)
+    if full == kept_text or not full.startswith(kept_text):
+        # nothing was cut (the whole reply is the action, its EOS included: the stop is the policy's decision
+        # too, and a stop that never trains drifts, e.g. to '<think>' + EOS), or the kept text is not a
+        # prefix of the generation: keep every token
+        return len(token_ids)
     for n in range(len(token_ids) + 1):
         if len(tokenizer.decode(token_ids[:n], skip_special_tokens=True)) >= len(kept_text):
             return n
