@@ -49,6 +49,15 @@ def setting(name: str) -> tuple[list[str], dict]:
     return overrides, spec["eval_kwargs"]
 
 
+def preset_budget() -> list[str]:
+    """The default leaderboard preset's RL budget (group size, lr, aggregation, ...) as trainer overrides, so
+    the experiment and `make run` train alike; iterations come from --iterations."""
+    import yaml
+
+    preset = yaml.safe_load((Path(__file__).resolve().parents[1] / "leaderboards" / "presets" / "default.yaml").read_text())
+    return [f"{k}={json.dumps(v)}" for k, v in preset["train"].items() if k != "iterations" and not k.startswith("sft_")]
+
+
 def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
     """Greedy outcome (0/1) per held-out task (env ``kwargs``), the first ``n`` of the split (all when n = 0)."""
     from agents.rollout import play_tasks
@@ -79,8 +88,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     base_overrides, eval_kwargs = setting(args.base)
-    common = base_overrides + ["sft_steps=0", f"iterations={args.iterations}", "progress=false",
-                               "tasks_per_iteration=8", "max_verified_groups=4", "lr=1e-4", *args.overrides]
+    common = preset_budget() + base_overrides + ["sft_steps=0", f"iterations={args.iterations}", "progress=false",
+                                                 *args.overrides]
     summary: dict = {"base": args.base, "setting": base_overrides, "eval_kwargs": eval_kwargs,
                      "iterations": args.iterations, "overrides": args.overrides, "seeds": args.seeds}
     base = out / "sft-eval.json"
