@@ -277,7 +277,8 @@ def _html_table(header, body) -> str:
     return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
+def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[Path], list[dict]]:
+    """Every report file of ``preset``; returns their paths and the paired comparisons they state."""
     rows = [r for r in db.results(preset) if r["env"] in envs]
     agg = aggregate(rows)
     present = [e for e in envs if any(a["env"] == e for a in agg)]
@@ -350,4 +351,4 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> list[Path]:
             "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
             + "".join(parts) + f"<script>{_JS}</script></body></html>")
     paths.append(atomic_write(out / "leaderboard.html", page))
-    return paths
+    return paths, comps

@@ -431,10 +431,8 @@ def run(args) -> Path:
                           f"{100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) score {100 * res['score']:5.1f} "
                           f"({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
                           f"eval {res['eval_seconds']:.0f}s)", flush=True)
-        paths = write_reports(db, name, out, envs=envs)
-        from leaderboards.report import comparisons
-
-        for c in comparisons([r for r in db.results(name) if r["env"] in envs], envs):
+        paths, comps = write_reports(db, name, out, envs=envs)
+        for c in comps:
             if (c["a"], c["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
                 print(f"{c['a']} vs {c['b']} ({c['env']}, {c['pairs']} paired episodes): {c['verdict']}")
     finally:
