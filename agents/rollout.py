@@ -125,3 +125,14 @@ def play_tasks(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, ba
             if progress is not None:
                 progress(len(chunk))
     return trajs
+
+
+def split_outcomes(env_id: str, env_kwargs: dict, policy, *, episodes: int = 0, batch: int = 50) -> dict[str, int]:
+    """Outcome (0/1) of one episode of ``policy`` on each of the first ``episodes`` tasks of the split
+    ``env_kwargs`` names (0 = every task), in task order."""
+    from prover_gym import EnvPool
+
+    with EnvPool(env_id, 1, backend="sync", **env_kwargs) as probe:
+        ids = probe.call("task_ids", indices=[0])[0]
+    ids = ids[:episodes] if episodes else ids
+    return {task: int(t.won) for task, t in zip(ids, play_tasks(env_id, env_kwargs, policy, ids, batch=batch))}

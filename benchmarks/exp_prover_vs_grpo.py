@@ -60,18 +60,13 @@ def preset_budget() -> list[str]:
 
 def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
     """Greedy outcome (0/1) per held-out task (env ``kwargs``), the first ``n`` of the split (all when n = 0)."""
-    from agents.rollout import play_tasks
-    from prover_gym import EnvPool
+    from agents.rollout import split_outcomes
 
     trainer.generator.defaults["temperature"] = 0.0
     try:
-        with EnvPool(trainer.cfg.env_id, 1, backend="sync", **kwargs) as probe:
-            ids = probe.call("task_ids", indices=[0])[0]
-        ids = ids[:n] if n else ids
-        trajs = play_tasks(trainer.cfg.env_id, kwargs, trainer.policy, ids, batch=50)
+        return split_outcomes(trainer.cfg.env_id, kwargs, trainer.policy, episodes=n)
     finally:
         trainer.generator.defaults["temperature"] = trainer.cfg.temperature
-    return {task: int(t.won) for task, t in zip(ids, trajs)}
 
 
 def main() -> None:

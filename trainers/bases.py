@@ -120,18 +120,14 @@ def evaluate(name: str, model_dir: Path | None = None, *, episodes: int = 200, b
     from agents.backends.hf_backend import HFBackend
     from agents.formats import make_format
     from agents.llm_policy import LLMPolicy
-    from agents.rollout import play_tasks
-    from prover_gym import EnvPool
+    from agents.rollout import split_outcomes
 
     spec = recipe(name)
     model_dir = Path(model_dir or base_dir(name))
     policy = LLMPolicy(HFBackend(str(model_dir), max_tokens=spec["sft"]["max_tokens"], temperature=0.0, seed=0),
                        make_format(spec["env_id"], **spec["format"]))
-    with EnvPool(spec["env_id"], 1, backend="sync", **spec["eval_kwargs"]) as probe:
-        ids = probe.call("task_ids", indices=[0])[0]
-    ids = ids[:episodes] if episodes else ids
     t0 = time.time()
-    wins = [int(t.won) for t in play_tasks(spec["env_id"], spec["eval_kwargs"], policy, ids, batch=batch)]
+    wins = list(split_outcomes(spec["env_id"], spec["eval_kwargs"], policy, episodes=episodes, batch=batch).values())
     p = sum(wins) / len(wins)
     res = {"split": spec["eval_kwargs"].get("split"), "episodes": len(wins), "success": round(p, 4),
            "standard_error": round(math.sqrt(p * (1 - p) / len(wins)), 4), "seconds": round(time.time() - t0, 1)}

@@ -84,8 +84,10 @@ class TrainConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method={self.method!r}; use one of {METHODS}")
-        if self.agg not in ("token-mean", "seq-mean", "traj-mean"):
-            raise ValueError(f"agg={self.agg!r}; use 'token-mean', 'seq-mean' or 'traj-mean'")
+        from trainers.loss import AGGS
+
+        if self.agg not in AGGS:
+            raise ValueError(f"agg={self.agg!r}; use one of {AGGS}")
         if self.sft_schedule not in ("constant", "cosine"):
             raise ValueError(f"sft_schedule={self.sft_schedule!r}; use 'constant' or 'cosine'")
         if self.sign not in ("positive", "both"):
