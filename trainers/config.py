@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 METHODS = ("grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
+OPTIMIZERS = ("adamw", "sgd")
 
 
 def _f(default, help_text: str):
@@ -27,7 +28,11 @@ class TrainConfig:
     iterations: int = _f(10, "RL iterations")
     tasks_per_iteration: int = _f(4, "distinct tasks per iteration")
     group_size: int = _f(4, "rollouts per task (the GRPO group)")
-    lr: float = _f(1e-4, "AdamW learning rate")
+    lr: float = _f(1e-4, "learning rate of the RL optimizer")
+    optimizer: str = _f("adamw", "RL optimizer: adamw | sgd (plain SGD: a step proportional to the clipped gradient, "
+                                 "so parameters whose policy gradient is only noise barely move; Adam moves every "
+                                 "parameter by ~lr whatever its gradient's size)")
+    adam_eps: float = _f(1e-8, "AdamW's eps; larger values shrink the steps of parameters with tiny gradients")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     clip_eps: float = _f(0.2, "ratio clip (PPO/GRPO): the ratio is kept in [1 - clip_eps, 1 + clip_eps_high]")
     clip_eps_high: float | None = _f(None, "upper ratio clip (DAPO's clip-higher, e.g. 0.28); None = clip_eps")
@@ -60,6 +65,9 @@ class TrainConfig:
     sft_steps: int = _f(0, "SFT warm-start steps on expert trajectories before RL")
     sft_episodes: int | None = _f(32, "expert episodes for the SFT warm start, on consecutive tasks of the train split; "
                                       "null = one per task, so SFT covers every task RL trains on")
+    sft_demonstrator: dict = _f({}, "whose episodes SFT imitates: {} = the env's expert; {kind: hasty, p: 0.6} = a "
+                                    "flawed demonstrator that commits early with probability p where the env names a "
+                                    "hasty action (agents.baselines.HastyExpert)")
     sft_lr: float = _f(1e-3, "SFT learning rate")
     sft_schedule: str = _f("constant", "SFT learning-rate schedule: constant | cosine (5% linear warm-up, then "
                                        "cosine decay to 0)")
@@ -92,6 +100,8 @@ class TrainConfig:
             raise ValueError(f"sft_schedule={self.sft_schedule!r}; use 'constant' or 'cosine'")
         if self.sign not in ("positive", "both"):
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.optimizer!r}; use one of {OPTIMIZERS}")
         if self.ppo_epochs < 1 or self.updates_per_epoch < 1:
             raise ValueError("ppo_epochs and updates_per_epoch must be >= 1")
         if self.gate_alpha is not None and not 0 < self.gate_alpha <= 1:

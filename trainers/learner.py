@@ -44,23 +44,30 @@ class Learner:
                 p.requires_grad_(False)
         return self._reference
 
-    def learn(self, trajectories, advantages) -> dict:
-        """``advantages[i]``: trajectory i's token advantages (or per-turn list); None leaves it out."""
-        kept = [(t, a) for t, a in zip(trajectories, advantages) if a is not None]
-        samples = [s for s in turn_samples([t for t, _ in kept], [a for _, a in kept], self.tokenizer)
+    def learn(self, trajectories, advantages, groups: list | None = None) -> dict:
+        """``advantages[i]``: trajectory i's token advantages (or per-turn list); None leaves it out.
+        ``groups[i]``: trajectory i's GRPO group; with several updates per pass each group stays whole
+        in one update, so its advantages (which sum to 0) meet in the same step."""
+        kept = [(i, t, a) for i, (t, a) in enumerate(zip(trajectories, advantages)) if a is not None]
+        samples = [s for s in turn_samples([t for _, t, _ in kept], [a for _, _, a in kept], self.tokenizer)
                    if any(s.policy_mask)]
         if not samples:
             return dict(EMPTY)
         cfg, pad = self.cfg, self.tokenizer.pad_token_id
-        micro = [samples[i:i + cfg.minibatch_size] for i in range(0, len(samples), cfg.minibatch_size)]
+        group_of = [groups[i] if groups is not None else i for i, _, _ in kept]
+        parts = update_parts(samples, group_of, cfg.updates_per_epoch)
+        micro, steps = [], []
+        for part in parts:
+            chunks = [part[i:i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
+            steps.append(list(range(len(micro), len(micro) + len(chunks))))
+            micro += chunks
         batches = [collate(part, pad) for part in micro]
         if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
             with torch.no_grad():
                 for batch in batches:
                     batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
         tokens = [int(b["policy_mask"].sum()) for b in batches]
-        n_steps = max(1, min(cfg.updates_per_epoch, len(batches)))
-        steps = [list(range(len(batches)))[k::n_steps] for k in range(n_steps)]
+        n_steps = len(steps)
         logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
         ref = self.reference()
         self.model.train()
@@ -96,6 +103,23 @@ class Learner:
         logs["samples"] = len(samples)
         logs["updates"] = updates
         return logs
+
+
+def update_parts(samples: list, group_of: list, n: int) -> list[list]:
+    """The samples cut into at most ``n`` updates of whole groups (``group_of[s.trajectory]``), groups
+    dealt in order to the update with the fewest samples so far; the samples keep their order."""
+    sizes: dict = {}
+    for s in samples:
+        g = group_of[s.trajectory]
+        sizes[g] = sizes.get(g, 0) + 1
+    n = max(1, min(n, len(sizes)))
+    load, where = [0] * n, {}
+    for g, size in sizes.items():
+        k = load.index(min(load))
+        where[g] = k
+        load[k] += size
+    parts = [[s for s in samples if where[group_of[s.trajectory]] == k] for k in range(n)]
+    return [p for p in parts if p]
 
 
 def traj_weights(parts: list[list]) -> list[torch.Tensor]:

@@ -33,6 +33,13 @@ from trainers import checkpoint  # noqa: E402
 from trainers.config import TrainConfig, load_config  # noqa: E402
 from trainers.sinks import make_sink  # noqa: E402
 
+
+def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
+    """The RL optimizer of ``cfg.optimizer``: AdamW (lr, weight_decay, adam_eps) or plain SGD (lr, weight_decay)."""
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
+
 # the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
 # task type (ALFWorld) or data source (Search-QA) when the env reports one
 METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "updates",
@@ -72,7 +79,7 @@ class Trainer:
         if cfg.lora and not _is_peft(self.backend.model):
             self.backend.model = _with_lora(self.backend.model, cfg.lora)
         self.model = self.backend.model
-        self.optimizer = torch.optim.AdamW(self._trainable(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.optimizer = make_optimizer(cfg, self._trainable())
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
         # generation: the learner's own model, or a separate engine (vLLM) fed the weights after each update
         self.generator = self.backend
@@ -145,7 +152,8 @@ class Trainer:
         from trainers.sft import expert_examples, sft_steps, sft_task_ids
 
         cfg = self.cfg
-        examples = expert_examples(self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed)
+        examples = expert_examples(self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed,
+                                   cfg.sft_demonstrator)
         covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
         train_tasks = len(self.env.unwrapped.task_ids())
         losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
@@ -190,8 +198,8 @@ class Trainer:
         """(per trajectory token advantages or None, CreditStats): trainers/credit.py."""
         return self.credit(groups, self.backend.tokenizer)
 
-    def learn(self, trajectories, advantages) -> dict:
-        logs = self.learner.learn(trajectories, advantages)
+    def learn(self, trajectories, advantages, groups=None) -> dict:
+        logs = self.learner.learn(trajectories, advantages, groups)
         self.sync_generator()
         return logs
 
@@ -205,7 +213,7 @@ class Trainer:
         trajectories = [t for g in groups for t in g]
         advantages, credit = self.advantages(groups)
         p2, t2 = dict(PROFILE), time.time()
-        logs = self.learn(trajectories, advantages)
+        logs = self.learn(trajectories, advantages, [k for k, g in enumerate(groups) for _ in g])
         t3 = time.time()
 
         def spent(a, b, key):
