@@ -36,6 +36,45 @@ class ExpertPolicy:
                 for a in pool.expert_actions(indices)]
 
 
+class HastyExpert(ExpertPolicy):
+    """A flawed demonstrator: the env's expert, except that where the env names a hasty commitment
+    (``env.unwrapped.hasty_action()``: WebShop buys before every goal option is chosen; ALFWorld
+    moves the object into a closed receptacle without opening it) it takes it
+    with probability ``p``. SFT on its episodes gives a base whose most likely move at that decision
+    is the hasty one, a systematic error that the reward exposes and RL can correct."""
+
+    name = "hasty_expert"
+
+    def __init__(self, p: float = 0.6, seed: int = 0):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"HastyExpert p={p!r}: a probability in [0, 1]")
+        self.p, self.rng = p, random.Random(seed)
+
+    def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        hasty = getattr(env.unwrapped, "hasty_action", None)
+        if hasty is None:
+            raise ValueError(f"{env.unwrapped.spec.id if env.unwrapped.spec else env!r} has no hasty_action(); "
+                             "a hasty demonstrator needs one (WebShop and ALFWorld have it)")
+        action = hasty()
+        if action is not None and self.rng.random() < self.p:
+            return PolicyOutput(action, action, True)
+        return super().act(env, observation, info, history)
+
+
+def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
+    """The SFT demonstrator of a config: {} or {kind: expert} = the expert; {kind: hasty, p: 0.6}."""
+    spec = dict(spec or {})
+    kind = spec.pop("kind", "expert")
+    if kind == "expert" and not spec:
+        return ExpertPolicy()
+    if kind == "hasty":
+        bad = sorted(set(spec) - {"p"})
+        if bad:
+            raise ValueError(f"sft_demonstrator {{kind: hasty}}: unknown keys {bad}; it takes p")
+        return HastyExpert(float(spec.get("p", 0.6)), seed)
+    raise ValueError(f"sft_demonstrator kind={kind!r}: use expert or hasty (with p)")
+
+
 class RandomPolicy:
     name = "random"
 

@@ -125,3 +125,46 @@ def test_rollout_batch_through_a_process_pool_equals_sequential():
         ref = rollout(env, ExpertPolicy(), seed=seed)
         assert [t.action for t in traj.turns] == [t.action for t in ref.turns] and traj.won == ref.won
         assert [t.snapshot.state for t in traj.turns] == [t.snapshot.state for t in ref.turns]
+
+
+def test_hasty_demonstrator_buys_before_the_last_option_on_webshop():
+    """WebShop (item start): where the expert would click a further goal option, the hasty action is
+    the purchase; p=1 buys after the first option and misses the goal, p=0 is the expert."""
+    from agents.baselines import HastyExpert, make_demonstrator
+
+    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=1)
+    two = next(t for t in env.unwrapped.task_ids()[:50] if len(rollout(env, ExpertPolicy(), task_id=t).turns) == 3)
+    env.reset(options={"task_id": two})
+    assert env.unwrapped.hasty_action() is None  # nothing chosen yet: no purchase to rush
+    hasty = rollout(env, HastyExpert(1.0), task_id=two)
+    assert [t.action for t in hasty.turns][1] == "click[buy now]" and len(hasty.turns) == 2 and not hasty.won
+    assert [t.action for t in rollout(env, HastyExpert(0.0), task_id=two).turns] == \
+        [t.action for t in rollout(env, ExpertPolicy(), task_id=two).turns]
+    assert isinstance(make_demonstrator({}), ExpertPolicy) and not isinstance(make_demonstrator({}), HastyExpert)
+    assert make_demonstrator({"kind": "hasty", "p": 0.3}).p == 0.3
+    for bad in ({"kind": "lazy"}, {"kind": "hasty", "q": 1}):
+        with pytest.raises(ValueError, match="sft_demonstrator"):
+            make_demonstrator(bad)
+    with pytest.raises(ValueError, match="probability"):
+        HastyExpert(1.5)
+    with pytest.raises(ValueError, match="hasty_action"):
+        rollout(gym.make("prover/SearchQA-v0", split="test", max_turns=2), HastyExpert(1.0))
+
+
+def test_hasty_demonstrator_skips_opening_on_alfworld_and_that_is_final_without_slack():
+    from agents.baselines import HastyExpert
+
+    kw = dict(split="valid_unseen", task_types=["pick_and_place_simple"], max_receptacles=5, num_distractors=1,
+              max_steps=15, num_games=1200, start="object", budget_slack=0)
+    env = gym.make("prover/ALFWorld-v0", **kw)
+    for task in env.unwrapped.task_ids()[:40]:
+        plan = [t.action for t in rollout(env, ExpertPolicy(), task_id=task).turns]
+        if any(a.startswith("open ") for a in plan):
+            break
+    else:
+        pytest.fail("no game with a closed target receptacle among the first 40")
+    hasty = rollout(env, HastyExpert(1.0), task_id=task)
+    k = next(i for i, a in enumerate(plan) if a.startswith("open "))
+    assert [t.action for t in hasty.turns][:k + 1] == plan[:k] + [plan[k + 1]]  # the move, unopened
+    assert not hasty.won and len(hasty.turns) == len(plan)  # the lost step was the budget's last spare
+    assert rollout(env, ExpertPolicy(), task_id=task).won

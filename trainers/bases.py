@@ -44,6 +44,17 @@ RECIPES: dict[str, dict] = {
         "sft": {"sft_steps": 900, "sft_episodes": 2000, "sft_lr": 1e-3, "sft_schedule": "cosine",
                 "minibatch_size": 16, "max_tokens": 64},
     },
+    # the webshop base after SFT on a hasty demonstrator (buys before every option is chosen, p = 0.6):
+    # its likeliest move after the first option is the premature purchase, which RL can correct
+    "webshop_hasty": {
+        "init": "webshop",
+        "env_id": "prover/WebShop-v0",
+        "train_kwargs": {"split": "train", "start": "item", "budget_slack": 1},
+        "eval_kwargs": {"split": "test", "start": "item", "budget_slack": 1},
+        "format": {"history_length": 4, "history_observations": False},
+        "sft": {"sft_steps": 200, "sft_episodes": 2000, "sft_lr": 1e-3, "sft_schedule": "cosine",
+                "minibatch_size": 16, "max_tokens": 64, "sft_demonstrator": {"kind": "hasty", "p": 0.6}},
+    },
     "alfworld": {
         "env_id": "prover/ALFWorld-v0",
         "train_kwargs": {"split": "train", "task_types": ["pick_and_place_simple"], "max_receptacles": 5,
@@ -56,6 +67,17 @@ RECIPES: dict[str, dict] = {
         "sft": {"sft_steps": 600, "sft_episodes": None, "sft_lr": 1e-3, "sft_schedule": "cosine",
                 "minibatch_size": 16, "max_tokens": 64},
     },
+}
+
+
+# the alfworld base after SFT on a hasty demonstrator (moves the object into a closed receptacle
+# without opening it, p = 0.6) in the setting without a spare step (budget_slack 0), where that is final
+RECIPES["alfworld_hasty"] = {
+    **RECIPES["alfworld"],
+    "init": "alfworld",
+    "train_kwargs": {**RECIPES["alfworld"]["train_kwargs"], "budget_slack": 0},
+    "eval_kwargs": {**RECIPES["alfworld"]["eval_kwargs"], "budget_slack": 0},
+    "sft": {**RECIPES["alfworld"]["sft"], "sft_steps": 200, "sft_demonstrator": {"kind": "hasty", "p": 0.6}},
 }
 
 
@@ -89,8 +111,10 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
     out = Path(out or ROOT / name)
     work = out.parent / f".{out.name}.build"
     shutil.rmtree(work, ignore_errors=True)
+    init = spec.get("init")  # a base this one continues from (its SFT runs on top of that base's weights)
     cfg = TrainConfig(env_id=spec["env_id"], env_kwargs=spec["train_kwargs"], policy_format=spec["format"],
-                      method="grpo", iterations=0, seed=seed, out_dir=str(work / "run"), **spec["sft"])
+                      method="grpo", iterations=0, seed=seed, out_dir=str(work / "run"),
+                      model_path=str(base_dir(init)) if init else None, **spec["sft"])
     t0 = time.time()
     trainer = Trainer(cfg)
     losses = trainer.sft()

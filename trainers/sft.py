@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import torch
 
-from agents.baselines import ExpertPolicy
+from agents.baselines import make_demonstrator
 from agents.rollout import rollout
 from prover_gym import restore
 from trainers.sequences import token_logprobs
@@ -33,13 +33,16 @@ def sft_task_ids(env, episodes: int | None, seed: int) -> list[str]:
     return [ids[(seed * 100_003 + episode) % len(ids)] for episode in range(n)]
 
 
-def expert_examples(env, policy, backend, episodes: int | None, seed: int) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, target ids + EOS) for every turn of the expert episodes of ``sft_task_ids``, each
-    prompt built exactly as ``policy`` builds it at rollout time."""
+def expert_examples(env, policy, backend, episodes: int | None, seed: int,
+                    demonstrator: dict | None = None) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, target ids + EOS) for every turn of the demonstrator's episodes of ``sft_task_ids``
+    (the expert, or a flawed one: agents.baselines.make_demonstrator), each prompt built exactly as
+    ``policy`` builds it at rollout time."""
     tok = backend.tokenizer
     examples = []
     for episode, task_id in enumerate(sft_task_ids(env, episodes, seed)):
-        traj = rollout(env, ExpertPolicy(), seed=seed * 100_003 + episode, task_id=task_id)
+        demo = make_demonstrator(demonstrator, seed=seed * 100_003 + episode)
+        traj = rollout(env, demo, seed=seed * 100_003 + episode, task_id=task_id)
         rendered = [replace(t, text=render_action(policy.format, t.action)) for t in traj.turns]
         for k, turn in enumerate(rendered):
             restore(env, turn.snapshot)

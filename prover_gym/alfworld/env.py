@@ -213,6 +213,23 @@ class ALFWorldEnv(TextEnv):
         plan = self.engine.expert_plan()
         return plan[0] if plan else None
 
+    def hasty_action(self) -> str | None:
+        """What a hasty demonstrator does instead of the expert here, or None where it does as the
+        expert: at a closed receptacle the expert is about to open and fill, it moves the object in
+        straight away (not admissible while closed: "Nothing happens", a step lost)."""
+        if self._task_id is None or self._terminated or self._truncated:
+            return None
+        plan = self.engine.expert_plan()
+        if not plan or not plan[0].startswith("open "):
+            return None
+        state = self.engine.snapshot()  # the expert's move after opening, then back (engine state only)
+        try:
+            self.engine.step(plan[0])
+            after = self.engine.expert_plan()
+        finally:
+            self.engine.restore(state)
+        return after[0] if after and after[0].startswith("move ") else None
+
     def _extra_info(self) -> dict:
         return {
             "task_type": self._meta.get("task_type", ""),

@@ -166,6 +166,19 @@ class WebShopEnv(TextEnv):
         }
 
     # ---- expert -----------------------------------------------------------------------------
+    def hasty_action(self) -> str | None:
+        """What a hasty demonstrator does instead of the expert here, or None where it does as the
+        expert: on the target's page with at least one option chosen, where the expert would click
+        another goal option, it buys (the classic premature purchase; the goal is then missed)."""
+        s = self._state
+        if self._goal is None or self._terminated or self._truncated or s.page != "item":
+            return None
+        if s.asin != self._goal["asin"] or not s.options:
+            return None
+        expert = self.expert_action()
+        return "click[buy now]" if expert not in (None, "click[buy now]") else None
+
+    # ---- expert -----------------------------------------------------------------------------
     def expert_action(self) -> str | None:
         """Goal-driven oracle: search the target's title, page to it, choose the goal's options, buy."""
         if self._goal is None or self._terminated or self._truncated:
