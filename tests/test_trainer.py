@@ -164,3 +164,17 @@ def test_sft_covers_every_task_rl_trains_on(tmp_path, bundled_dir):
     row = json.loads((out / "sft.jsonl").read_text())
     assert row["tasks_covered"] == row["train_tasks"] > 0 and row["examples"] == 2 * row["train_tasks"]
     assert (out / "checkpoint" / "state.json").is_file()  # iterations=0 keeps the SFT model
+
+
+def test_probe_logs_held_out_greedy_success_before_and_during_training(tmp_path, bundled_dir):
+    """probe_kwargs: greedy success on the same first held-out tasks before RL (probe/success_start)
+    and after every probe_every iterations (and the last), for a learning curve that tasks drawn per
+    iteration do not blur."""
+    out = tmp_path / "probe"
+    rows = Trainer(load_config(None, SMALL + ["iterations=3", "probe_every=2", "probe_tasks=3", f"out_dir={out}",
+                                             "probe_kwargs={split: test, max_turns: 1}"])).run()
+    assert "probe/success_start" in rows[0] and "probe/success" not in rows[0]
+    assert [("probe/success" in r) for r in rows] == [False, True, True]
+    assert all(0.0 <= r.get("probe/success", 0.0) <= 1.0 and "time/probe" in r for r in rows[1:])
+    with pytest.raises(ValueError, match="probe_every"):
+        load_config(None, ["probe_kwargs={split: test}", "probe_every=0"])

@@ -71,6 +71,10 @@ class TrainConfig:
     sft_lr: float = _f(1e-3, "SFT learning rate")
     sft_schedule: str = _f("constant", "SFT learning-rate schedule: constant | cosine (5% linear warm-up, then "
                                        "cosine decay to 0)")
+    probe_kwargs: dict = _f({}, "gym.make kwargs of a held-out split for the learning curve's probe, e.g. {split: test}; "
+                                "{} = no probe")
+    probe_tasks: int = _f(50, "probe: the first this many tasks of probe_kwargs' split, played greedily")
+    probe_every: int = _f(2, "probe: after every this many iterations (and before the first), logged as probe/success")
     seed: int = _f(0, "seed of task sampling, generation and initialisation")
     out_dir: str = _f("runs/default", "where metrics.jsonl and checkpoints go")
     checkpoint_every: int = _f(1, "iterations between checkpoints (atomic; --resume continues from the last)")
@@ -102,6 +106,8 @@ class TrainConfig:
             raise ValueError(f"sign={self.sign!r}; use 'positive' or 'both'")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer={self.optimizer!r}; use one of {OPTIMIZERS}")
+        if self.probe_kwargs and (self.probe_every < 1 or self.probe_tasks < 1):
+            raise ValueError("probe_every and probe_tasks must be >= 1 when probe_kwargs is set")
         if self.ppo_epochs < 1 or self.updates_per_epoch < 1:
             raise ValueError("ppo_epochs and updates_per_epoch must be >= 1")
         if self.gate_alpha is not None and not 0 < self.gate_alpha <= 1:

@@ -227,8 +227,15 @@ class Trainer:
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
+        probe, t4 = {}, time.time()
+        if cfg_probe(self.cfg) and self.iteration == 0:
+            probe["probe/success_start"] = self.probe()  # the policy RL starts from (no update yet)
         self.iteration += 1
-        row = {"iteration": self.iteration, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
+        if cfg_probe(self.cfg) and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
+            probe["probe/success"] = self.probe()
+        if probe:
+            timing["time/probe"] = round(time.time() - t4, 3)
+        row = {"iteration": self.iteration, **probe, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
                "success": sum(t.won for t in trajectories) / len(trajectories), **logs,
                "env_steps": steps, "tokens": tokens, **credit.metrics(),
                "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
@@ -244,6 +251,29 @@ class Trainer:
         for sink in self.sinks():
             sink.log(row, self.iteration)
         return row
+
+    def probe(self) -> float:
+        """Greedy success on the first ``probe_tasks`` tasks of the held-out ``probe_kwargs`` split: a
+        learning curve on the same unseen tasks at every point (the training success varies with the
+        tasks each iteration draws, and is sampled at the rollout temperature). The probe's envs are
+        kept between probes, each on its own task, so a game is loaded once (ALFWorld: ~0.65 s each)."""
+        from agents.rollout import rollout_batch
+        from prover_gym import EnvPool
+
+        if getattr(self, "_probe_pool", None) is None:
+            with EnvPool(self.cfg.env_id, 1, backend="sync", **self.cfg.probe_kwargs) as first:
+                ids = first.call("task_ids", indices=[0])[0][:self.cfg.probe_tasks]
+            self._probe_ids = ids
+            self._probe_pool = EnvPool(self.cfg.env_id, min(50, len(ids)), backend="sync", **self.cfg.probe_kwargs)
+        pool, ids, wins = self._probe_pool, self._probe_ids, 0
+        self.generator.defaults["temperature"] = 0.0
+        try:
+            for first in range(0, len(ids), len(pool)):
+                chunk = ids[first:first + len(pool)]
+                wins += sum(t.won for t in rollout_batch(pool, self.policy, task_ids=chunk, indices=list(range(len(chunk)))))
+        finally:
+            self.generator.defaults["temperature"] = self.cfg.temperature
+        return wins / max(1, len(ids))
 
     def sinks(self) -> list:
         if getattr(self, "_sinks", None) is None:
@@ -273,9 +303,14 @@ class Trainer:
         return rows
 
     def close(self) -> None:
-        if getattr(self, "_pool", None) is not None:
-            self._pool.close()
-            self._pool = None
+        for name in ("_pool", "_probe_pool"):
+            if getattr(self, name, None) is not None:
+                getattr(self, name).close()
+                setattr(self, name, None)
+
+
+def cfg_probe(cfg) -> bool:
+    return bool(cfg.probe_kwargs)
 
 
 def success_by_group(trajectories) -> dict:
