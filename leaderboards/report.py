@@ -70,6 +70,33 @@ def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def probe_points(curve: list[dict]) -> list[tuple[int, float]]:
+    """(iteration, held-out probe success) of a run's metrics: iteration 0 is the start model."""
+    points = []
+    for m in curve:
+        if "probe/success_start" in m:
+            points.append((m["iteration"] - 1, m["probe/success_start"]))
+        if "probe/success" in m:
+            points.append((m["iteration"], m["probe/success"]))
+    return points
+
+
+def curve_table(db, rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per trained (env, method, seed): the probe's points, and train success early vs late."""
+    header = ["env", "method", "seed", "held-out probe by iteration", "train success first third -> last third"]
+    body = []
+    for r in sorted(rows, key=lambda r: (r["env"], _order(r["method"]), r["seed"])):
+        curve = db.curve(r["key"])
+        if not curve:
+            continue
+        k = max(1, len(curve) // 3)
+        first = sum(m.get("success", 0.0) for m in curve[:k]) / k
+        last = sum(m.get("success", 0.0) for m in curve[-k:]) / k
+        probe = " ".join(f"{it}:{100 * v:.0f}" for it, v in probe_points(curve)) or "-"
+        body.append([r["env"], r["method"], str(r["seed"]), probe, f"{100 * first:.0f}% -> {100 * last:.0f}%"])
+    return header, body
+
+
 def _mean_std(values: list[float]) -> tuple[float, float]:
     if not values:
         return math.nan, math.nan
@@ -190,23 +217,35 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
         plt.close(fig)
         return buf.getvalue()
 
-    # learning curves: training success per iteration, mean over seeds
+    # learning curves, mean over seeds: the held-out probe (greedy, the same unseen tasks at every point;
+    # iteration 0 = the start model) where the run logged one, and the training success (sampled, on the
+    # tasks each iteration drew) dashed
     fig, axes = plt.subplots(1, len(envs), figsize=(4.2 * len(envs), 3.2), squeeze=False)
     for ax, env in zip(axes[0], envs):
         curves: dict[str, dict[int, list[float]]] = {}
+        probes: dict[str, dict[int, list[float]]] = {}
         for r in rows:
             if r["env"] != env:
                 continue
+            for it, v in probe_points(db.curve(r["key"])):
+                probes.setdefault(r["method"], {}).setdefault(it, []).append(v)
             for m in db.curve(r["key"]):
                 curves.setdefault(r["method"], {}).setdefault(m["iteration"], []).append(m.get("success", 0.0))
-        for method in sorted(curves, key=_order):
-            its = sorted(curves[method])
-            ax.plot(its, [100 * sum(curves[method][i]) / len(curves[method][i]) for i in its], marker="o", label=method)
+        for i, method in enumerate(sorted(set(curves) | set(probes), key=_order)):
+            color = f"C{i}"
+            if method in probes:
+                its = sorted(probes[method])
+                ax.plot(its, [100 * sum(probes[method][k]) / len(probes[method][k]) for k in its], marker="o",
+                        color=color, label=f"{method} (held-out probe)")
+            if method in curves:
+                its = sorted(curves[method])
+                ax.plot(its, [100 * sum(curves[method][k]) / len(curves[method][k]) for k in its], linestyle="--",
+                        alpha=0.5, color=color, label=f"{method} (train, sampled)")
         ax.set_title(env)
         ax.set_xlabel("iteration")
-        ax.set_ylabel("train success (%)")
-        if curves:
-            ax.legend(fontsize=7)
+        ax.set_ylabel("success (%)")
+        if curves or probes:
+            ax.legend(fontsize=6)
     out["learning_curves.png"] = png(fig)
 
     # per-group (task type / dataset family) success
@@ -301,6 +340,12 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
                "claimed only when its interval excludes 0.", "", _md(*_comparison_table(comps)), ""]
         md += [f"- {c['a']} vs {c['b']} ({c['env']}): {c['verdict']}" for c in comps
                if (c["a"], c["b"]) == ("prover", "grpo")] + [""]
+    curves = curve_table(db, rows)
+    if curves[1]:
+        md += ["## Learning curves", "",
+               "The held-out probe: greedy success on the same first unseen tasks of the eval split, before RL "
+               "(iteration 0) and along training (learning_curves.png); train success: the sampled rollouts' success "
+               "over the first and last third of the iterations.", "", _md(*curves), ""]
     for env, h, b in groups:
         md += [f"## {env}: success by group", "", _md(h, b), ""]
     if prec:

@@ -230,6 +230,8 @@ def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: 
                 "method": "grpo", "iterations": 0}
     else:
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
+        if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
+            data["probe_kwargs"] = env_cfg["eval_kwargs"]
     data.update(env_id=env_cfg["env_id"], env_kwargs=env_cfg["train_kwargs"], seed=seed, out_dir=str(out_dir),
                 model_path=model_path, policy_format=env_cfg.get("format") or {})
     known = set(TrainConfig.__dataclass_fields__)
@@ -267,6 +269,7 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
             trainer.save()
         else:
             trainer.run(desc=f"{env_name} {method} s{seed}")
+        trainer.close()
         seconds += time.time() - t0
         atomic_write(meta_path, json.dumps({"hash": digest, "finished": True, "seconds": round(seconds, 2)}))
     curve = []
@@ -323,6 +326,70 @@ def judge_precision(preset: dict, env_name: str, db) -> bool:
     return True
 
 
+# relative cost of one cell (eval only; an RL cell counts 4x), to start the longest first
+CELL_COST = {"alfworld": 3, "webshop": 2, "searchqa": 1}
+
+
+def _worker_init(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_cell(preset: dict, eval_only: bool, env_name: str, seed: int, method: str, special, key: str, key_hash: str,
+             tasks: list[str], base: dict | None, out: str, judge: dict, meta: dict):
+    """One leaderboard cell: the policy of ``method`` (trained or reused as needed) played on ``tasks``.
+    Returns (row, curve, log line, warning or None); the caller writes the row. Runs in a worker
+    process under ``--jobs``."""
+    out = Path(out)
+    env_cfg = preset["envs"][env_name]
+    ev = preset["eval"]
+    split = str(env_cfg["eval_kwargs"].get("split", "test"))
+    trained = {"train_seconds": 0.0, "curve": [], "extra": {}}
+    if special is not None:
+        backend_cfg = {k: v for k, v in special[1].items() if k != "name"}
+        policy = llm_policy(preset, "", env_cfg, seed, backend_cfg)
+    elif method == "random":
+        from agents.baselines import RandomPolicy
+
+        policy = RandomPolicy(seed)
+    elif method == "expert":
+        from agents.baselines import ExpertPolicy
+
+        policy = ExpertPolicy()
+    else:
+        sft_model = base and base["model_dir"]
+        if method == "sft" and base is not None:
+            trained = base
+        if sft_model is None:
+            sft = train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
+            sft_model = sft["model_dir"]
+            if method == "sft":
+                trained = sft
+        if method != "sft":
+            trained = train(preset, env_name, method, seed, out, sft_model, judge, base and base["hash"])
+        policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
+    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
+                   group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
+    failures = res.pop("policy_failures")
+    outcomes = res.pop("outcomes")
+    warning = None
+    if failures:
+        warning = (f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
+                   f"(each an invalid action); last error: {policy.last_error}")
+    row = {"key": key, "preset": preset["name"], "env": env_name, "env_id": env_cfg["env_id"], "method": method,
+           "split": split, "seed": seed, "config_hash": key_hash, "commit_id": meta["commit"], **res,
+           "train_seconds": trained["train_seconds"],
+           "extra": {**trained["extra"], "outcomes": outcomes, **({"policy_failures": failures} if failures else {})}}
+    from leaderboards.stats import standard_error
+
+    se = standard_error(list(outcomes.values()))
+    line = (f"{env_name:9s} {method:18s} seed {seed}: success {100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) "
+            f"score {100 * res['score']:5.1f} ({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
+            f"eval {res['eval_seconds']:.0f}s)")
+    return row, trained["curve"], line, warning
+
+
 # ---- the run -------------------------------------------------------------------------------------
 def plan_methods(preset: dict, args) -> list[str]:
     methods = list(args.methods or preset["methods"])
@@ -337,7 +404,6 @@ def plan_methods(preset: dict, args) -> list[str]:
 def run(args) -> Path:
     from leaderboards.db import ResultsDB
     from leaderboards.report import write_reports
-    from leaderboards.stats import standard_error
 
     preset = load_preset(args.preset)
     envs = list(args.envs or preset["envs"])
@@ -359,7 +425,9 @@ def run(args) -> Path:
     methods = [] if args.eval_only else plan_methods(preset, args)
     reused = done = 0
     t_start = time.time()
+    jobs = max(1, int(getattr(args, "jobs", 1) or 1))
     try:
+        cells = []  # (cost, env, seed, method, special, key, key_hash, tasks, base)
         for env_name in envs:
             env_cfg = preset["envs"][env_name]
             split = str(env_cfg["eval_kwargs"].get("split", "test"))
@@ -372,12 +440,10 @@ def run(args) -> Path:
                 tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
                 eval_hash = config_hash([env_cfg, ev, tasks])
                 base = None if args.eval_only else shipped_base(env_name, env_cfg)
-                sft_model = base and base["model_dir"]
-                entries = []
                 if args.eval_only:
                     policy_cfg = _policy_config(args.policy)
-                    entries.append((policy_cfg.get("name") or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
-                                    ("policy", policy_cfg)))
+                    entries = [(policy_cfg.get("name") or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
+                                ("policy", policy_cfg))]
                 else:
                     entries = [(m, None) for m in methods]
                 for method, special in entries:
@@ -388,49 +454,41 @@ def run(args) -> Path:
                     if db.get(key) is not None:
                         reused += 1
                         continue
-                    trained = {"train_seconds": 0.0, "curve": [], "extra": {}}
-                    if special is not None:
-                        backend_cfg = {k: v for k, v in special[1].items() if k != "name"}
-                        policy = llm_policy(preset, "", env_cfg, seed, backend_cfg)
-                    elif method == "random":
-                        from agents.baselines import RandomPolicy
+                    cost = CELL_COST.get(env_name, 2) * (4 if method in TRAINED and method != "sft" else 1)
+                    cells.append((cost, env_name, seed, method, special, key, key_hash, tasks, base))
+        if jobs > 1 and not args.eval_only:
+            # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
+            for env_name in dict.fromkeys(c[1] for c in cells if c[8] is None and c[3] in TRAINED):
+                for seed in dict.fromkeys(c[2] for c in cells if c[1] == env_name):
+                    train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
+        meta = {"commit": commit, "t_start": t_start}
 
-                        policy = RandomPolicy(seed)
-                    elif method == "expert":
-                        from agents.baselines import ExpertPolicy
+        def record(result):
+            nonlocal done
+            row, curve, line, warning = result
+            if warning:
+                print(warning, file=sys.stderr)
+            db.put(row, curve)
+            done += 1
+            print(f"[{time.time() - t_start:6.0f}s] {line}", flush=True)
 
-                        policy = ExpertPolicy()
-                    else:
-                        if method == "sft" and base is not None:
-                            trained = base
-                        if sft_model is None:
-                            sft = train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
-                            sft_model = sft["model_dir"]
-                            if method == "sft":
-                                trained = sft
-                        if method != "sft":
-                            trained = train(preset, env_name, method, seed, out, sft_model, judge,
-                                            base and base["hash"])
-                        policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
-                    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
-                                   group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
-                    failures = res.pop("policy_failures")
-                    outcomes = res.pop("outcomes")
-                    if failures:
-                        print(f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
-                              f"(each an invalid action); last error: {policy.last_error}", file=sys.stderr)
-                    row = {"key": key, "preset": name, "env": env_name, "env_id": env_cfg["env_id"], "method": method,
-                           "split": split, "seed": seed, "config_hash": key_hash, "commit_id": commit, **res,
-                           "train_seconds": trained["train_seconds"],
-                           "extra": {**trained["extra"], "outcomes": outcomes,
-                                     **({"policy_failures": failures} if failures else {})}}
-                    db.put(row, trained["curve"])
-                    done += 1
-                    se = standard_error(list(outcomes.values()))
-                    print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} {method:18s} seed {seed}: success "
-                          f"{100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) score {100 * res['score']:5.1f} "
-                          f"({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
-                          f"eval {res['eval_seconds']:.0f}s)", flush=True)
+        if jobs > 1 and len(cells) > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            threads = max(1, (os.cpu_count() or 1) // jobs)
+            print(f"{len(cells)} cells on {jobs} worker processes ({threads} torch thread(s) each)", flush=True)
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
+                                     initializer=_worker_init, initargs=(threads,)) as ex:
+                futures = [ex.submit(run_cell, preset, args.eval_only, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
+                                     str(out), judge, meta)
+                           for c in sorted(cells, key=lambda c: -c[0])]  # longest first
+                for fut in as_completed(futures):
+                    record(fut.result())
+        else:
+            for c in cells:
+                record(run_cell(preset, args.eval_only, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], str(out), judge,
+                                meta))
         paths, comps = write_reports(db, name, out, envs=envs)
         for c in comps:
             if (c["a"], c["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
@@ -470,8 +528,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", help="judge config (file or YAML mapping) for the prover methods")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="worker processes for the cells (each with cpu_count/jobs torch threads; default: 2 when the "
+                         "machine has 2+ cores: two 1-thread processes beat one 2-thread one on the tiny model)")
     ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
     args = ap.parse_args(argv)
+    if args.jobs is None:
+        args.jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
+    if args.jobs < 1:
+        ap.error("--jobs must be >= 1")
     from agents.backends.base import BackendUnavailable
 
     try:

@@ -30,7 +30,7 @@ def _run(args, out, timeout=600, **kw):
 def smoke(tmp_path_factory):
     out = tmp_path_factory.mktemp("lb")
     t = time.time()
-    proc = _run(["--preset", "smoke"], out)
+    proc = _run(["--preset", "smoke", "--jobs", "2"], out)  # cells on 2 worker processes
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, proc, time.time() - t
 
@@ -88,7 +88,7 @@ def test_smoke_tables(smoke):
 def test_rerun_reuses_every_row(smoke):
     out, _, _ = smoke
     t = time.time()
-    proc = _run(["--preset", "smoke"], out)
+    proc = _run(["--preset", "smoke", "--jobs", "2"], out)  # cells on 2 worker processes
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"0 new rows, {len(ENVS) * len(METHODS)} reused" in proc.stdout
     assert time.time() - t < 60
@@ -99,7 +99,7 @@ def test_resume_after_kill(tmp_path):
     run completes, and the total equals an uninterrupted run's."""
     out = tmp_path / "lb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = RUN + ["--preset", "smoke", "--envs", "webshop", "--out", str(out)]
+    args = RUN + ["--preset", "smoke", "--envs", "webshop", "--out", str(out), "--jobs", "2"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
                             start_new_session=True)
     db_path = out / "results.sqlite"
@@ -121,7 +121,7 @@ def test_resume_after_kill(tmp_path):
     with sqlite3.connect(db_path) as db:
         before = dict(db.execute("SELECT key, created FROM results").fetchall())
     assert len(before) >= 3
-    done = _run(["--preset", "smoke", "--envs", "webshop"], out)
+    done = _run(["--preset", "smoke", "--envs", "webshop", "--jobs", "1"], out)  # the first run: 2 worker processes
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"{len(before)} reused" in done.stdout
     with sqlite3.connect(db_path) as db:
