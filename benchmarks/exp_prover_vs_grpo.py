@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -69,6 +70,37 @@ def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
         trainer.generator.defaults["temperature"] = trainer.cfg.temperature
 
 
+def _threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+
+
+def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int, eval_kwargs: dict) -> str:
+    """Train one method x seed from the shared base and evaluate it; writes <out>/<label>-s<seed>/result.json."""
+    run_dir = Path(out) / f"{label}-s{seed}"
+    cfg = load_config(None, common + METHODS[label] + [f"seed={seed}", f"out_dir={run_dir}"])
+    t0 = time.time()
+    trainer = Trainer(cfg, resume=True)
+    trainer.run()
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    a_seg = [a for r in rows for a in r.get("prover/segment_advantages", [])]
+    from leaderboards.report import probe_points
+
+    result = {"seed": seed, "curve": [r["success"] for r in rows], "probe": probe_points(rows),
+              "outcomes": evaluate(trainer, eval_tasks, eval_kwargs),
+              "proposed": sum(r["prover/proposed_segments"] for r in rows),
+              "verified": sum(r["prover/verified_segments"] for r in rows),
+              "credited": sum(r["prover/credited_segments"] for r in rows),
+              "positive": sum(a > 0 for a in a_seg), "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
+              "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
+              "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
+              "seconds": round(time.time() - t0, 1)}
+    trainer.close()
+    atomic_write(run_dir / "result.json", json.dumps(result))
+    return f"{label}-s{seed}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="+", default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
@@ -78,6 +110,9 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks to evaluate (0 = all)")
     ap.add_argument("--out", default="runs/exp_prover")
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel worker processes (cpu_count/jobs threads each)")
+    ap.add_argument("--probe-tasks", type=int, default=0,
+                    help="held-out learning curve: greedy on the first N eval tasks every 2 iterations (0 = none)")
     ap.add_argument("overrides", nargs="*", help="trainer overrides for every RL run, e.g. lr=2e-4 beta=0.5")
     args = ap.parse_args()
     out = Path(args.out)
@@ -85,6 +120,8 @@ def main() -> None:
     base_overrides, eval_kwargs = setting(args.base)
     common = preset_budget() + base_overrides + ["sft_steps=0", f"iterations={args.iterations}", "progress=false",
                                                  *args.overrides]
+    if args.probe_tasks:
+        common += [f"probe_tasks={args.probe_tasks}", f"probe_kwargs={json.dumps(eval_kwargs)}"]
     summary: dict = {"base": args.base, "setting": base_overrides, "eval_kwargs": eval_kwargs,
                      "iterations": args.iterations, "overrides": args.overrides, "seeds": args.seeds}
     base = out / "sft-eval.json"
@@ -94,29 +131,27 @@ def main() -> None:
     sft_outcomes = json.loads(base.read_text())
     summary["sft"] = dict(zip(("mean", "low", "high"), bootstrap_ci(list(sft_outcomes.values()))))
     print("sft", json.dumps(summary["sft"]), flush=True)
+    todo = [(label, seed) for label in args.methods for seed in args.seeds
+            if not (out / f"{label}-s{seed}" / "result.json").is_file()]
+    if args.jobs > 1 and len(todo) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        threads = max(1, (os.cpu_count() or 1) // args.jobs)
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn"),
+                                 initializer=_threads, initargs=(threads,)) as ex:
+            for done in ex.map(run_one, *zip(*[(label, seed, common, str(out), args.eval_tasks, eval_kwargs)
+                                               for label, seed in todo])):
+                print("finished", done, flush=True)
+    else:
+        for label, seed in todo:
+            run_one(label, seed, common, str(out), args.eval_tasks, eval_kwargs)
     outcomes: dict[str, dict[int, dict[str, int]]] = {}
     for label in args.methods:
         runs = []
         for seed in args.seeds:
             run_dir = out / f"{label}-s{seed}"
             result_file = run_dir / "result.json"
-            if not result_file.is_file():
-                cfg = load_config(None, common + METHODS[label] + [f"seed={seed}", f"out_dir={run_dir}"])
-                t0 = time.time()
-                trainer = Trainer(cfg, resume=True)
-                trainer.run()
-                rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-                a_seg = [a for r in rows for a in r.get("prover/segment_advantages", [])]
-                result = {"seed": seed, "curve": [r["success"] for r in rows], "outcomes": evaluate(trainer, args.eval_tasks, eval_kwargs),
-                          "proposed": sum(r["prover/proposed_segments"] for r in rows),
-                          "verified": sum(r["prover/verified_segments"] for r in rows),
-                          "credited": sum(r["prover/credited_segments"] for r in rows),
-                          "positive": sum(a > 0 for a in a_seg), "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
-                          "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
-                          "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
-                          "seconds": round(time.time() - t0, 1)}
-                trainer.close()
-                atomic_write(result_file, json.dumps(result))
             result = json.loads(result_file.read_text())
             runs.append(result)
             succ = sum(result["outcomes"].values()) / len(result["outcomes"])
@@ -132,6 +167,7 @@ def main() -> None:
             "train_success_first": statistics.mean(statistics.mean(r["curve"][:k]) for r in runs),
             "train_success_last": statistics.mean(statistics.mean(r["curve"][-k:]) for r in runs),
             "curve": [statistics.mean(c) for c in zip(*(r["curve"] for r in runs))],
+            "probe": [[p[0][0], statistics.mean(x[1] for x in p)] for p in zip(*(r.get("probe", []) for r in runs))],
             "proposed": sum(r["proposed"] for r in runs), "verified": sum(r["verified"] for r in runs),
             "credited": sum(r["credited"] for r in runs), "positive": sum(r["positive"] for r in runs),
             "extra_tokens_ratio": statistics.mean(r["extra_tokens_ratio"] for r in runs),
