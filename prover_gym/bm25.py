@@ -21,7 +21,7 @@ import numpy as np
 from prover_gym.cache import MARKER, build_once, cache_dir
 
 log = logging.getLogger(__name__)
-_INDEX_FORMAT = 1
+_INDEX_FORMAT = 2  # 2: Porter leaves words of 1-2 letters alone (as Lucene); no empty-token matches
 
 # Lucene's English stop set (Anserini's DefaultEnglishAnalyzer), used by WebShop's original index
 LUCENE_STOPWORDS = (
@@ -37,6 +37,16 @@ def fingerprint_texts(texts, ids=None) -> str:
             h.update(str(ids[i]).encode("utf-8", "surrogatepass") + b"\x00")
         h.update(text.encode("utf-8", "surrogatepass") + b"\x01")
     return h.hexdigest()
+
+
+def lucene_porter(stem_word):
+    """Porter as Lucene's PorterStemFilter applies it: words of one or two letters are left alone
+    (Martin Porter's own "departure"; PyStemmer's porter turns ``s`` into the empty string, ``is``
+    into ``i`` and ``us`` into ``u``)."""
+    def stem(word: str) -> str:
+        return word if len(word) <= 2 else stem_word(word)
+
+    return stem
 
 
 class BM25Index:
@@ -83,7 +93,9 @@ class BM25Index:
         if stemmer:
             import Stemmer
 
-            stem = Stemmer.Stemmer(stemmer)
+            stem = Stemmer.Stemmer(stemmer).stemWord
+            if stemmer == "porter":
+                stem = lucene_porter(stem)
         return bm25s.tokenization.Tokenizer(lower=True, splitter=token_pattern, stopwords=stopwords, stemmer=stem)
 
     def _try_load(self) -> bool:
@@ -116,8 +128,12 @@ class BM25Index:
         build_once(self.index_dir, write)
 
     def tokenize(self, queries: list[str]) -> list[list[int]]:
+        """Each query's known term ids. bm25s maps a query with no known term to its empty-string
+        token (id of ""), which would match documents; Lucene finds nothing, so that id is dropped."""
         with self._lock:
-            return self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+            ids = self._tok.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+            empty = self._tok.get_vocab_dict().get("")
+        return [[t for t in q if t != empty] for q in ids]
 
     def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (index, score) per query, best first; ties go to the lower document index."""

@@ -43,3 +43,44 @@ def test_empty_and_unknown_queries(index):
     assert index.search(["", "zzz qqq", "w0"], 3)[:2] == [[], []]
     with pytest.raises(ValueError):
         index.search(["w0"], 0)
+
+
+def _shop(tmp_path_factory=None):
+    from prover_gym.webshop.search import ProductSearch
+
+    def product(asin, title, desc):
+        return {"asin": asin, "Title": title, "Description": desc, "BulletPoints": [], "options": {}}
+
+    return ProductSearch([product("A1", "Red running shoes", "It’s light and it's comfortable."),  # U+2019
+                          product("A2", "Blue s-video cable", "Connects us to the TV."),
+                          product("A3", "Green tea", "Loose leaf tea.")], cache_root=None)
+
+
+SHOP = None
+
+
+def shop():
+    global SHOP
+    if SHOP is None:
+        SHOP = _shop()
+    return SHOP
+
+
+def test_webshop_search_tokenises_like_lucene():
+    """No known term -> no result (Lucene), not bm25s's empty-token fallback; a lone 's' (from
+    's-video' or an unfiltered possessive) is not stemmed to the empty string; all three apostrophes
+    of Lucene's possessive filter; 1-2 letter words left unstemmed ('us' stays 'us')."""
+    s = shop()
+    for q in ("zzzz qqqq", "the of and", "", "men’s", "it＇s", "what's"):
+        assert s.search(q) == (), q
+    # 's' is a term of A2 ('s-video' splits at the hyphen, as in Lucene), and of nothing else: A1's
+    # "It’s" lost its possessive and no word is stemmed into the empty string
+    assert s.search("s") == ("A2",) and s.search("s-video") == ("A2",)
+    assert s.search("shoes") == ("A1",) and s.search("men’s shoes") == ("A1",)
+    assert s.search("us") == ("A2",)
+
+
+@given(st.lists(st.sampled_from(["zzz", "qq", "the", "of", "'s", "’s", "＇s", "-", "x", "men’s", "it's"]), max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_queries_without_a_known_term_find_nothing(words):
+    assert shop().search(" ".join(words)) == ()

@@ -16,7 +16,8 @@ from collections import OrderedDict
 from prover_gym.bm25 import LUCENE_STOPWORDS, BM25Index, fingerprint_texts
 
 SEARCH_RETURN_N = 50
-_POSSESSIVE = re.compile(r"'s\b")
+# Lucene's EnglishPossessiveFilter: a trailing 's with any of its three apostrophes (', U+2019, U+FF07)
+_POSSESSIVE = re.compile("['\u2019\uff07]s\\b")
 TOKEN_PATTERN = r"(?u)\b\w+(?:\.\w+)*\b"
 
 
