@@ -91,3 +91,33 @@ def test_type_reward_overrides_in_order():
     assert r["title_score"] == 0.0 and r["r_type"] == 0.0
     r = type_reward(_product(query="q1", name="a b"), {**goal, "name": "the a"})  # no nouns at all -> 0.2
     assert r["title_score"] == 0.2
+
+
+def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypatch):
+    import gymnasium as gym
+
+    from prover_gym.webshop import reward
+
+    with pytest.raises(ValueError, match="spacy_model='no_such_model'.*spacy download no_such_model"):
+        gym.make("prover/WebShop-v0", split="test", spacy_model="no_such_model")
+    env = gym.make("prover/WebShop-v0", split="test", start="item", spacy_model=None)
+    env.reset(seed=0)
+    while True:
+        _, _, done, _, info = env.step(env.unwrapped.expert_action())
+        if done:
+            break
+    assert info["reward_info"]["title_nouns"] == "heuristic"
+    # a named model tags the nouns (a stand-in pipeline here: no model package in the test environment)
+    class Tok:
+        def __init__(self, text, pos):
+            self.text, self.pos_ = text, pos
+
+    fake = lambda title: [Tok(w, "NOUN" if w.lower() in ("shampoo", "bottle") else "ADJ") for w in title.split()]  # noqa: E731
+    monkeypatch.setattr(reward, "_nlp", lambda name: fake if name == "stand_in_model" else None)
+    assert reward.tagger("stand_in_model") == "spacy:stand_in_model"
+    assert reward.title_nouns("Big Shampoo Bottle blue", "spacy:stand_in_model") == ("shampoo", "bottle")
+    goal = {"query": "q", "product_category": "a › b", "name": "shampoo bottle", "attributes": [], "goal_options": {},
+            "price_upper": 10.0}
+    product = _product(query="q", product_category="a › b", name="Big Shampoo Bottle", Attributes=[])
+    _, info = reward.get_reward(product, goal, 5.0, {}, nouns="stand_in_model")
+    assert info["title_nouns"] == "spacy:stand_in_model" and info["title_score"] == 1.0

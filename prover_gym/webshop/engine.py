@@ -104,7 +104,7 @@ class Shop:
         return SEP.join(s for s in segs if s)
 
     # ---- transitions ------------------------------------------------------------------------
-    def step(self, state: ShopState, action: str, goal: dict) -> Transition:
+    def step(self, state: ShopState, action: str, goal: dict, nouns: str | None = "auto") -> Transition:
         match = _ACTION.match(action)
         if not match:
             return Transition(state, f"{_short(action)!r} is not search[keywords] or click[button]")
@@ -118,9 +118,9 @@ class Shop:
             return Transition(state, f"unknown action {name!r}; use search[...] or click[...]")
         if arg == "search" or arg not in self.clickables(state):
             return Transition(state, f"{_short(arg)!r} is not clickable on this page")
-        return self._click(state, arg, goal)
+        return self._click(state, arg, goal, nouns)
 
-    def _click(self, state: ShopState, arg: str, goal: dict) -> Transition:
+    def _click(self, state: ShopState, arg: str, goal: dict, nouns: str | None = "auto") -> Transition:
         if arg == "back to search":
             return Transition(ShopState())
         if state.page == "results":
@@ -138,7 +138,7 @@ class Shop:
             if arg == "buy now":
                 product = self.catalog.by_asin[state.asin]
                 price = self.catalog.prices[state.asin]
-                total, details = get_reward(product, goal, price, dict(state.options))
+                total, details = get_reward(product, goal, price, dict(state.options), nouns=nouns)
                 done = replace(state, page="done", reward=total)
                 return Transition(done, reward=total, done=True, info={"reward_info": details, "task_score": total})
             group = next(n for n, vs in self.catalog.by_asin[state.asin]["options"].items() if arg in vs)

@@ -46,6 +46,10 @@ class WebShopEnv(TextEnv):
         budget_slack: with ``start="item"``, a per-task step budget of (the goal's options on the
             page) + 1 (buy) + ``budget_slack`` (capped by ``max_steps``): 0 = every click must be
             right, so a wrong option or a detour is final. None = ``max_steps`` only.
+        spacy_model: the title-noun tagger of the reward's type factor: a spaCy model name (the
+            original uses ``en_core_web_lg``; an error at make when it cannot be loaded), ``"auto"``
+            (a model when one is installed, else the heuristic) or None (the heuristic);
+            ``info["reward_info"]["title_nouns"]`` names the one used (prover_gym/webshop/reward.py).
     """
 
     env_id = "prover/WebShop-v0"
@@ -53,16 +57,20 @@ class WebShopEnv(TextEnv):
     def __init__(self, split: str = "train", data: str | None = None, *, goal_source: str | None = None,
                  num_products: int | None = None, seed: int = 0, shuffle_seed: int = 233, max_steps: int = 15,
                  invalid_feedback: bool = True, observation_mode: str = "text", start: str = "search",
-                 budget_slack: int | None = None, render_mode: str | None = None):
+                 budget_slack: int | None = None, spacy_model: str | None = "auto", render_mode: str | None = None):
         make_kwargs = dict(split=split, data=data, goal_source=goal_source, num_products=num_products, seed=seed,
                            shuffle_seed=shuffle_seed, max_steps=max_steps, invalid_feedback=invalid_feedback,
-                           observation_mode=observation_mode, start=start, budget_slack=budget_slack)
+                           observation_mode=observation_mode, start=start, budget_slack=budget_slack,
+                           spacy_model=spacy_model)
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
         if start not in ("search", "item"):
             raise ValueError(f"start={start!r}; use 'search' (the original) or 'item' (the target's item page)")
         if budget_slack is not None and (start != "item" or budget_slack < 0):
             raise ValueError(f"budget_slack={budget_slack!r} needs start='item' and a value >= 0")
         self.start, self.budget_slack = start, budget_slack
+        from prover_gym.webshop.reward import tagger
+
+        self.nouns = tagger(spacy_model)  # checked now: a model that is not installed fails at make, not at buy
         if observation_mode != "text":
             raise ValueError(f"observation_mode={observation_mode!r}; only 'text' (the original's simple mode) is provided")
         if data is None:
@@ -138,7 +146,7 @@ class WebShopEnv(TextEnv):
         return Outcome(observation=obs, info={"error": reason})
 
     def _apply(self, action: str) -> Outcome:
-        t = self.shop.step(self._state, action, self._goal)
+        t = self.shop.step(self._state, action, self._goal, self.nouns)
         if t.error:
             return self._invalid(action, t.error)
         self._state = t.state

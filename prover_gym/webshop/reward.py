@@ -3,10 +3,14 @@
     total = (n_attr_matches + n_option_matches + r_price) / (|attributes| + |goal_options| + 1) * r_type
 
 Success is ``total == 1.0``. The one deviation: ``title_score`` needs the nouns of two titles.
-The original uses spaCy's POS tags; here spaCy is used when installed with a model
-(``en_core_web_sm``/``_lg``), and otherwise a heuristic keeps alphabetic tokens that are not
-stop words, colours, sizes or common adjectives. Buying the target product with the right
-options scores 1.0 under either; only partial credit for cross-product purchases can move.
+The original tags them with spaCy (``en_core_web_lg``). ``nouns`` chooses the tagger: a spaCy model
+name (the original's behaviour; an error naming the fix when it is not installed), ``"auto"`` (the
+default: ``en_core_web_lg`` or ``_sm`` when installed, else the heuristic) or ``None`` (the heuristic:
+alphabetic tokens that are not stop words, colours, sizes or common adjectives, which agrees with
+spaCy on ~97% of titles). Buying the target product with the right options scores 1.0 under either;
+for another product the type factor ``r_type`` (0 / 0.1 / 0.5 / 1 by title overlap) can differ, so the
+reward, and occasionally success itself (0.1 vs 1.0), can differ. ``info["title_nouns"]`` names the
+tagger a reward used.
 """
 
 from __future__ import annotations
@@ -31,42 +35,56 @@ _NOT_NOUNS = _STOP | set(COLOR_SET) | set(
 _WORD = re.compile(r"[a-z]+")
 
 
-@functools.lru_cache(maxsize=1)
-def _spacy():
+HEURISTIC = "heuristic"
+
+
+@functools.lru_cache(maxsize=8)
+def tagger(nouns: str | None = "auto") -> str:
+    """The tagger ``nouns`` resolves to: ``"spacy:<model>"`` or ``"heuristic"`` (see the module doc)."""
     import importlib.util
 
-    # spaCy itself comes in with alfworld, but without a model package it cannot tag nouns; look for
-    # the model first, so that the 3 s `import spacy` is not paid (once per process) for nothing
-    names = [n for n in ("en_core_web_lg", "en_core_web_sm") if importlib.util.find_spec(n) is not None]
-    if not names:
-        return None
+    if nouns is None or nouns == HEURISTIC:
+        return HEURISTIC
+    if nouns == "auto":
+        # spaCy itself comes in with alfworld, but without a model package it cannot tag nouns; look for
+        # the model first, so that the 3 s `import spacy` is not paid (once per process) for nothing
+        for name in ("en_core_web_lg", "en_core_web_sm"):
+            if importlib.util.find_spec(name) is not None and _nlp(name) is not None:
+                return f"spacy:{name}"
+        return HEURISTIC
+    if not isinstance(nouns, str) or _nlp(nouns) is None:
+        raise ValueError(f"spacy_model={nouns!r}: spaCy cannot load it; install spaCy and the model "
+                         f"(`pip install spacy && python -m spacy download {nouns}`), or use spacy_model='auto' "
+                         "(a model when one is installed, else the heuristic) or None (the heuristic)")
+    return f"spacy:{nouns}"
+
+
+@functools.lru_cache(maxsize=8)
+def _nlp(name: str):
     try:
         import spacy
-    except ImportError:
+
+        return spacy.load(name)
+    except (ImportError, OSError):
         return None
-    for name in names:
-        try:
-            return spacy.load(name)
-        except OSError:
-            continue
-    return None
 
 
 @functools.lru_cache(maxsize=100_000)
-def title_nouns(title: str) -> tuple[str, ...]:
-    """Lower-cased nouns of a title, duplicates kept (the reward divides by their count)."""
-    nlp = _spacy()
-    if nlp is not None:
+def title_nouns(title: str, nouns: str = HEURISTIC) -> tuple[str, ...]:
+    """Lower-cased nouns of a title, duplicates kept (the reward divides by their count); ``nouns`` is
+    a resolved tagger (``tagger()``)."""
+    if nouns.startswith("spacy:"):
+        nlp = _nlp(nouns.split(":", 1)[1])
         return tuple(t.text.lower() for t in nlp(title) if t.pos_ in ("PNOUN", "NOUN", "PROPN"))
     return tuple(w for w in _WORD.findall(title.lower()) if len(w) > 1 and w not in _NOT_NOUNS)
 
 
-def type_reward(product: dict, goal: dict) -> dict:
+def type_reward(product: dict, goal: dict, nouns: str = HEURISTIC) -> dict:
     query_match = product["query"] == goal["query"]
     purchased = {x.strip() for x in product["product_category"].split("›")}
     wanted = {x.strip() for x in goal["product_category"].split("›")}
     category_match = len(purchased & wanted) >= 2
-    p_nouns, d_nouns = title_nouns(product["name"]), title_nouns(goal["name"])
+    p_nouns, d_nouns = title_nouns(product["name"], nouns), title_nouns(goal["name"], nouns)
     title_score = 0.2 if not d_nouns else len(set(p_nouns) & set(d_nouns)) / len(d_nouns)
     r_type = 1.0
     if not (query_match or category_match or title_score > 0.2):
@@ -96,9 +114,12 @@ def option_matches(purchased_values: list[str], goal_options) -> int:
     return sum(1 for g in wanted if any(token_set_ratio(p, g) > 85 for p in purchased))
 
 
-def get_reward(product: dict, goal: dict, price: float, options: dict[str, str]) -> tuple[float, dict]:
-    """(total reward, components) for buying ``product`` at hidden ``price`` with ``options``."""
-    kind = type_reward(product, goal)
+def get_reward(product: dict, goal: dict, price: float, options: dict[str, str], *,
+               nouns: str | None = "auto") -> tuple[float, dict]:
+    """(total reward, components) for buying ``product`` at hidden ``price`` with ``options``;
+    ``nouns``: the title-noun tagger (a spaCy model name, "auto" or None; see the module doc)."""
+    used = tagger(nouns)
+    kind = type_reward(product, goal, used)
     goal_options = list(goal["goal_options"].items()) if isinstance(goal["goal_options"], dict) else list(goal["goal_options"])
     r_price = price <= goal["price_upper"]
     n_attr = attribute_matches(product, goal)
@@ -111,6 +132,7 @@ def get_reward(product: dict, goal: dict, price: float, options: dict[str, str])
         "w_att": len(goal["attributes"]) / denominator,
         "r_price": bool(r_price),
         "w_price": 1 / denominator,
+        "title_nouns": used,
     }
     if goal_options:
         info["r_option"] = n_opt / len(goal_options)
