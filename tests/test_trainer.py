@@ -171,8 +171,16 @@ def test_probe_logs_held_out_greedy_success_before_and_during_training(tmp_path,
     and after every probe_every iterations (and the last), for a learning curve that tasks drawn per
     iteration do not blur."""
     out = tmp_path / "probe"
-    rows = Trainer(load_config(None, SMALL + ["iterations=3", "probe_every=2", "probe_tasks=3", f"out_dir={out}",
-                                             "probe_kwargs={split: test, max_turns: 1}"])).run()
+    args = SMALL + ["iterations=3", "probe_every=2", "probe_tasks=6", "probe_kwargs={split: test, max_turns: 1}",
+                    "lr=1e-2"]
+    trainer = Trainer(load_config(None, args + [f"out_dir={out}"]))
+    calls = []
+    for name in ("probe", "collect", "learn"):
+        original = getattr(trainer, name)
+        setattr(trainer, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    rows = trainer.run()
+    # the start probe sees the policy before any rollout or update; then one after iterations 2 and 3
+    assert calls == ["probe", "collect", "learn", "collect", "learn", "probe", "collect", "learn", "probe"]
     assert "probe/success_start" in rows[0] and "probe/success" not in rows[0]
     assert [("probe/success" in r) for r in rows] == [False, True, True]
     assert all(0.0 <= r.get("probe/success", 0.0) <= 1.0 and "time/probe" in r for r in rows[1:])

@@ -206,6 +206,9 @@ class Trainer:
     def step(self) -> dict:
         from agents.rollout import PROFILE
 
+        start_probe = {}
+        if cfg_probe(self.cfg) and self.iteration == 0:  # the policy RL starts from, before any rollout or update
+            start_probe["probe/success_start"] = self.probe()
         t0 = time.time()
         p0 = dict(PROFILE)
         groups = self.collect()
@@ -227,14 +230,12 @@ class Trainer:
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
-        probe, t4 = {}, time.time()
-        if cfg_probe(self.cfg) and self.iteration == 0:
-            probe["probe/success_start"] = self.probe()  # the policy RL starts from (no update yet)
+        probe, t4 = dict(start_probe), time.time()
         self.iteration += 1
         if cfg_probe(self.cfg) and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
             probe["probe/success"] = self.probe()
         if probe:
-            timing["time/probe"] = round(time.time() - t4, 3)
+            timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before t0)
         row = {"iteration": self.iteration, **probe, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
                "success": sum(t.won for t in trajectories) / len(trajectories), **logs,
                "env_steps": steps, "tokens": tokens, **credit.metrics(),
