@@ -58,6 +58,7 @@ class Learner:
         parts = update_parts(samples, group_of, cfg.updates_per_epoch)
         micro, steps = [], []
         for part in parts:
+            part = sorted(part, key=lambda s: len(s.input_ids))  # similar lengths per micro-batch: less padding
             chunks = [part[i:i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
             steps.append(list(range(len(micro), len(micro) + len(chunks))))
             micro += chunks

@@ -127,11 +127,11 @@ def token_logprobs(model, batch: dict[str, torch.Tensor], mask: torch.Tensor | N
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if mask is None or base is None or head is None:
-        logits = model(input_ids=ids, attention_mask=attn).logits
+        logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
         lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
         out = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
         return out if mask is None else out * mask.to(out.dtype)
-    hidden = base(input_ids=ids, attention_mask=attn).last_hidden_state  # [B, T, H]
+    hidden = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # [B, T, H]
     rows, cols = torch.nonzero(mask[:, 1:], as_tuple=True)  # token cols+1 is predicted at position cols
     logits = head(hidden[rows, cols]).float()  # [N, V]
     picked = torch.log_softmax(logits, -1).gather(-1, ids[rows, cols + 1][:, None])[:, 0]
