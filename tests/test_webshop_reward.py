@@ -121,3 +121,11 @@ def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypa
     product = _product(query="q", product_category="a › b", name="Big Shampoo Bottle", Attributes=[])
     _, info = reward.get_reward(product, goal, 5.0, {}, nouns="stand_in_model")
     assert info["title_nouns"] == "spacy:stand_in_model" and info["title_score"] == 1.0
+    # through the env: it resolves the name once at make and hands the resolved tagger to every purchase
+    env = gym.make("prover/WebShop-v0", split="test", start="item", spacy_model="stand_in_model")
+    env.reset(seed=0)
+    while True:
+        _, _, done, _, info = env.step(env.unwrapped.expert_action())
+        if done:
+            break
+    assert info["reward_info"]["title_nouns"] == "spacy:stand_in_model"

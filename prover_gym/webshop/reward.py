@@ -40,11 +40,14 @@ HEURISTIC = "heuristic"
 
 @functools.lru_cache(maxsize=8)
 def tagger(nouns: str | None = "auto") -> str:
-    """The tagger ``nouns`` resolves to: ``"spacy:<model>"`` or ``"heuristic"`` (see the module doc)."""
+    """The tagger ``nouns`` resolves to: ``"spacy:<model>"`` or ``"heuristic"`` (see the module doc); an
+    already resolved name resolves to itself."""
     import importlib.util
 
     if nouns is None or nouns == HEURISTIC:
         return HEURISTIC
+    if isinstance(nouns, str) and nouns.startswith("spacy:"):
+        nouns = nouns.split(":", 1)[1]
     if nouns == "auto":
         # spaCy itself comes in with alfworld, but without a model package it cannot tag nouns; look for
         # the model first, so that the 3 s `import spacy` is not paid (once per process) for nothing
