@@ -109,30 +109,42 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
 
 
 def play_tasks(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int = 50,
-               progress=None) -> list[Trajectory]:
+               progress=None, pool=None) -> list[Trajectory]:
     """One episode of ``policy`` per task, ``batch`` envs at a time in lock-step through one sync
-    ``EnvPool`` made once (making an env can cost more than its episode: ALFWorld ~0.1 s).
-    ``progress(n)`` is called after each chunk with the number of episodes it played."""
+    ``EnvPool`` made once (making an env can cost more than its episode: ALFWorld ~0.1 s), or through
+    ``pool`` when given (kept by the caller, so an env that plays the same task again keeps its game
+    loaded). ``progress(n)`` is called after each chunk with the number of episodes it played."""
     from prover_gym import EnvPool
 
-    trajs: list[Trajectory] = []
     if not task_ids:
-        return trajs
-    with EnvPool(env_id, min(batch, len(task_ids)), backend="sync", **env_kwargs) as pool:
-        for first in range(0, len(task_ids), batch):
-            chunk = task_ids[first:first + batch]
-            trajs += rollout_batch(pool, policy, task_ids=chunk, indices=list(range(len(chunk))))
-            if progress is not None:
-                progress(len(chunk))
+        return []
+    if pool is not None:
+        return _play_chunks(pool, policy, task_ids, len(pool), progress)
+    with EnvPool(env_id, min(batch, len(task_ids)), backend="sync", **env_kwargs) as made:
+        return _play_chunks(made, policy, task_ids, batch, progress)
+
+
+def _play_chunks(pool, policy, task_ids: list[str], batch: int, progress) -> list[Trajectory]:
+    trajs: list[Trajectory] = []
+    for first in range(0, len(task_ids), batch):
+        chunk = task_ids[first:first + batch]
+        trajs += rollout_batch(pool, policy, task_ids=chunk, indices=list(range(len(chunk))))
+        if progress is not None:
+            progress(len(chunk))
     return trajs
+
+
+def split_task_ids(env_id: str, env_kwargs: dict, episodes: int = 0) -> list[str]:
+    """The first ``episodes`` task ids (0 = all) of the split ``env_kwargs`` names, in order."""
+    from prover_gym import EnvPool
+
+    with EnvPool(env_id, 1, backend="sync", **env_kwargs) as probe:
+        ids = probe.call("task_ids", indices=[0])[0]
+    return ids[:episodes] if episodes else ids
 
 
 def split_outcomes(env_id: str, env_kwargs: dict, policy, *, episodes: int = 0, batch: int = 50) -> dict[str, int]:
     """Outcome (0/1) of one episode of ``policy`` on each of the first ``episodes`` tasks of the split
     ``env_kwargs`` names (0 = every task), in task order."""
-    from prover_gym import EnvPool
-
-    with EnvPool(env_id, 1, backend="sync", **env_kwargs) as probe:
-        ids = probe.call("task_ids", indices=[0])[0]
-    ids = ids[:episodes] if episodes else ids
+    ids = split_task_ids(env_id, env_kwargs, episodes)
     return {task: int(t.won) for task, t in zip(ids, play_tasks(env_id, env_kwargs, policy, ids, batch=batch))}

@@ -63,11 +63,8 @@ def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
     """Greedy outcome (0/1) per held-out task (env ``kwargs``), the first ``n`` of the split (all when n = 0)."""
     from agents.rollout import split_outcomes
 
-    trainer.generator.defaults["temperature"] = 0.0
-    try:
+    with trainer.greedy():
         return split_outcomes(trainer.cfg.env_id, kwargs, trainer.policy, episodes=n)
-    finally:
-        trainer.generator.defaults["temperature"] = trainer.cfg.temperature
 
 
 def _threads(n: int) -> None:

@@ -18,6 +18,7 @@ Metrics go to ``out_dir/metrics.jsonl`` (names in ``METRICS`` and the README).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
@@ -39,6 +40,7 @@ def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
+
 
 # the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
 # task type (ALFWorld) or data source (Search-QA) when the env reports one
@@ -207,7 +209,7 @@ class Trainer:
         from agents.rollout import PROFILE
 
         start_probe = {}
-        if cfg_probe(self.cfg) and self.iteration == 0:  # the policy RL starts from, before any rollout or update
+        if self.cfg.probe_kwargs and self.iteration == 0:  # the policy RL starts from, before any rollout or update
             start_probe["probe/success_start"] = self.probe()
         t0 = time.time()
         p0 = dict(PROFILE)
@@ -232,7 +234,7 @@ class Trainer:
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
         probe, t4 = dict(start_probe), time.time()
         self.iteration += 1
-        if cfg_probe(self.cfg) and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
+        if self.cfg.probe_kwargs and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
             probe["probe/success"] = self.probe()
         if probe:
             timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before t0)
@@ -258,23 +260,25 @@ class Trainer:
         learning curve on the same unseen tasks at every point (the training success varies with the
         tasks each iteration draws, and is sampled at the rollout temperature). The probe's envs are
         kept between probes, each on its own task, so a game is loaded once (ALFWorld: ~0.65 s each)."""
-        from agents.rollout import rollout_batch
+        from agents.rollout import play_tasks, split_task_ids
         from prover_gym import EnvPool
 
+        cfg = self.cfg
         if getattr(self, "_probe_pool", None) is None:
-            with EnvPool(self.cfg.env_id, 1, backend="sync", **self.cfg.probe_kwargs) as first:
-                ids = first.call("task_ids", indices=[0])[0][:self.cfg.probe_tasks]
-            self._probe_ids = ids
-            self._probe_pool = EnvPool(self.cfg.env_id, min(50, len(ids)), backend="sync", **self.cfg.probe_kwargs)
-        pool, ids, wins = self._probe_pool, self._probe_ids, 0
+            self._probe_ids = split_task_ids(cfg.env_id, cfg.probe_kwargs, cfg.probe_tasks)
+            self._probe_pool = EnvPool(cfg.env_id, min(50, len(self._probe_ids)), backend="sync", **cfg.probe_kwargs)
+        with self.greedy():
+            trajs = play_tasks(cfg.env_id, cfg.probe_kwargs, self.policy, self._probe_ids, pool=self._probe_pool)
+        return sum(t.won for t in trajs) / max(1, len(trajs))
+
+    @contextlib.contextmanager
+    def greedy(self):
+        """The policy generates greedily (temperature 0) inside the block, at the rollout temperature after."""
         self.generator.defaults["temperature"] = 0.0
         try:
-            for first in range(0, len(ids), len(pool)):
-                chunk = ids[first:first + len(pool)]
-                wins += sum(t.won for t in rollout_batch(pool, self.policy, task_ids=chunk, indices=list(range(len(chunk)))))
+            yield
         finally:
             self.generator.defaults["temperature"] = self.cfg.temperature
-        return wins / max(1, len(ids))
 
     def sinks(self) -> list:
         if getattr(self, "_sinks", None) is None:
@@ -308,10 +312,6 @@ class Trainer:
             if getattr(self, name, None) is not None:
                 getattr(self, name).close()
                 setattr(self, name, None)
-
-
-def cfg_probe(cfg) -> bool:
-    return bool(cfg.probe_kwargs)
 
 
 def success_by_group(trajectories) -> dict:
