@@ -227,9 +227,10 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
         for r in rows:
             if r["env"] != env:
                 continue
-            for it, v in probe_points(db.curve(r["key"])):
+            curve = db.curve(r["key"])
+            for it, v in probe_points(curve):
                 probes.setdefault(r["method"], {}).setdefault(it, []).append(v)
-            for m in db.curve(r["key"]):
+            for m in curve:
                 curves.setdefault(r["method"], {}).setdefault(m["iteration"], []).append(m.get("success", 0.0))
         for i, method in enumerate(sorted(set(curves) | set(probes), key=_order)):
             color = f"C{i}"

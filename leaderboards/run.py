@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -336,11 +337,24 @@ def _worker_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def run_cell(preset: dict, eval_only: bool, env_name: str, seed: int, method: str, special, key: str, key_hash: str,
-             tasks: list[str], base: dict | None, out: str, judge: dict, meta: dict):
-    """One leaderboard cell: the policy of ``method`` (trained or reused as needed) played on ``tasks``.
+class Cell(NamedTuple):
+    """One (env, seed, method) of a run still to do: its row key, eval tasks and start base."""
+    cost: int  # relative, to start the longest first
+    env: str
+    seed: int
+    method: str
+    special: tuple | None  # ("policy", backend config) under --eval-only
+    key: str
+    key_hash: str
+    tasks: list
+    base: dict | None
+
+
+def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None):
+    """One leaderboard cell: the policy of its method (trained or reused as needed) played on its tasks.
     Returns (row, curve, log line, warning or None); the caller writes the row. Runs in a worker
     process under ``--jobs``."""
+    env_name, seed, method, special, base = cell.env, cell.seed, cell.method, cell.special, cell.base
     out = Path(out)
     env_cfg = preset["envs"][env_name]
     ev = preset["eval"]
@@ -369,7 +383,7 @@ def run_cell(preset: dict, eval_only: bool, env_name: str, seed: int, method: st
         if method != "sft":
             trained = train(preset, env_name, method, seed, out, sft_model, judge, base and base["hash"])
         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
-    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, tasks, batch=ev.get("batch", 8),
+    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, cell.tasks, batch=ev.get("batch", 8),
                    group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
     failures = res.pop("policy_failures")
     outcomes = res.pop("outcomes")
@@ -377,8 +391,8 @@ def run_cell(preset: dict, eval_only: bool, env_name: str, seed: int, method: st
     if failures:
         warning = (f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
                    f"(each an invalid action); last error: {policy.last_error}")
-    row = {"key": key, "preset": preset["name"], "env": env_name, "env_id": env_cfg["env_id"], "method": method,
-           "split": split, "seed": seed, "config_hash": key_hash, "commit_id": meta["commit"], **res,
+    row = {"key": cell.key, "preset": preset["name"], "env": env_name, "env_id": env_cfg["env_id"], "method": method,
+           "split": split, "seed": seed, "config_hash": cell.key_hash, "commit_id": commit, **res,
            "train_seconds": trained["train_seconds"],
            "extra": {**trained["extra"], "outcomes": outcomes, **({"policy_failures": failures} if failures else {})}}
     from leaderboards.stats import standard_error
@@ -427,7 +441,7 @@ def run(args) -> Path:
     t_start = time.time()
     jobs = max(1, int(getattr(args, "jobs", 1) or 1))
     try:
-        cells = []  # (cost, env, seed, method, special, key, key_hash, tasks, base)
+        cells: list[Cell] = []
         for env_name in envs:
             env_cfg = preset["envs"][env_name]
             split = str(env_cfg["eval_kwargs"].get("split", "test"))
@@ -455,13 +469,12 @@ def run(args) -> Path:
                         reused += 1
                         continue
                     cost = CELL_COST.get(env_name, 2) * (4 if method in TRAINED and method != "sft" else 1)
-                    cells.append((cost, env_name, seed, method, special, key, key_hash, tasks, base))
+                    cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base))
         if jobs > 1 and not args.eval_only:
             # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
-            for env_name in dict.fromkeys(c[1] for c in cells if c[8] is None and c[3] in TRAINED):
-                for seed in dict.fromkeys(c[2] for c in cells if c[1] == env_name):
+            for env_name in dict.fromkeys(c.env for c in cells if c.base is None and c.method in TRAINED):
+                for seed in dict.fromkeys(c.seed for c in cells if c.env == env_name):
                     train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
-        meta = {"commit": commit, "t_start": t_start}
 
         def record(result):
             nonlocal done
@@ -480,15 +493,13 @@ def run(args) -> Path:
             print(f"{len(cells)} cells on {jobs} worker processes ({threads} torch thread(s) each)", flush=True)
             with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
                                      initializer=_worker_init, initargs=(threads,)) as ex:
-                futures = [ex.submit(run_cell, preset, args.eval_only, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
-                                     str(out), judge, meta)
-                           for c in sorted(cells, key=lambda c: -c[0])]  # longest first
+                futures = [ex.submit(run_cell, preset, c, str(out), judge, commit)
+                           for c in sorted(cells, key=lambda c: -c.cost)]  # longest first
                 for fut in as_completed(futures):
                     record(fut.result())
         else:
             for c in cells:
-                record(run_cell(preset, args.eval_only, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], str(out), judge,
-                                meta))
+                record(run_cell(preset, c, str(out), judge, commit))
         paths, comps = write_reports(db, name, out, envs=envs)
         for c in comps:
             if (c["a"], c["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
