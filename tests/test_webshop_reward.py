@@ -93,6 +93,18 @@ def test_type_reward_overrides_in_order():
     assert r["title_score"] == 0.2
 
 
+def _expert_purchase(**kwargs) -> dict:
+    """reward_info of the expert's purchase on the first test goal (item start) of a WebShop made with kwargs."""
+    import gymnasium as gym
+
+    env = gym.make("prover/WebShop-v0", split="test", start="item", **kwargs)
+    env.reset(seed=0)
+    while True:
+        _, _, done, _, info = env.step(env.unwrapped.expert_action())
+        if done:
+            return info["reward_info"]
+
+
 def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypatch):
     import gymnasium as gym
 
@@ -100,13 +112,7 @@ def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypa
 
     with pytest.raises(ValueError, match="spacy_model='no_such_model'.*spacy download no_such_model"):
         gym.make("prover/WebShop-v0", split="test", spacy_model="no_such_model")
-    env = gym.make("prover/WebShop-v0", split="test", start="item", spacy_model=None)
-    env.reset(seed=0)
-    while True:
-        _, _, done, _, info = env.step(env.unwrapped.expert_action())
-        if done:
-            break
-    assert info["reward_info"]["title_nouns"] == "heuristic"
+    assert _expert_purchase(spacy_model=None)["title_nouns"] == "heuristic"
     # a named model tags the nouns (a stand-in pipeline here: no model package in the test environment)
     class Tok:
         def __init__(self, text, pos):
@@ -122,10 +128,4 @@ def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypa
     _, info = reward.get_reward(product, goal, 5.0, {}, nouns="stand_in_model")
     assert info["title_nouns"] == "spacy:stand_in_model" and info["title_score"] == 1.0
     # through the env: it resolves the name once at make and hands the resolved tagger to every purchase
-    env = gym.make("prover/WebShop-v0", split="test", start="item", spacy_model="stand_in_model")
-    env.reset(seed=0)
-    while True:
-        _, _, done, _, info = env.step(env.unwrapped.expert_action())
-        if done:
-            break
-    assert info["reward_info"]["title_nouns"] == "spacy:stand_in_model"
+    assert _expert_purchase(spacy_model="stand_in_model")["title_nouns"] == "spacy:stand_in_model"
