@@ -352,3 +352,150 @@ def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
         gym.make("prover/ALFWorld-v0", **{**kw, "start": "kitchen"})
     with pytest.raises(ValueError, match="expert=True"):
         gym.make("prover/ALFWorld-v0", **kw, expert=False)
+
+
+FIXTURE_211 = Path(__file__).resolve().parent / "fixtures" / "alfworld_json_2.1.1"
+
+# alfworld's scripts/patch_tw-pddl.py (patch_twpddl, minus its backup file), copied as the reference the
+# env's patch must reproduce byte for byte
+_OFFICIAL_HELP_ACTION_PDDL = """\
+(:action help
+    :parameters (?a - agent)
+    :precondition
+        ()
+    :effect
+        (and
+            (checked ?a)
+        )
+)
+"""
+_OFFICIAL_HELP_GRAMMAR = """\
+
+action help {
+    template :: "help";
+    feedback :: "\nAvailable commands:\n  look:                             look around your current location\n  inventory:                        check your current inventory\n  go to (receptacle):               move to a receptacle\n  open (receptacle):                open a receptacle\n  close (receptacle):               close a receptacle\n  take (object) from (receptacle):  take an object from a receptacle\n  move (object) to (receptacle):  place an object in or on a receptacle\n  examine (something):              examine a receptacle or an object\n  use (object):                     use an object\n  heat (object) with (receptacle):  heat an object using a receptacle\n  clean (object) with (receptacle): clean an object using a receptacle\n  cool (object) with (receptacle):  cool an object using a receptacle\n  slice (object) with (object):     slice an object using a sharp object\n";
+}
+"""  # noqa: E501
+
+
+def _official_patch_twpddl(filename):
+    import json
+
+    with open(filename) as f:
+        data = json.load(f)
+    before, after = data["pddl_domain"].rsplit(")", 1)
+    data["pddl_domain"] = f"{before}{_OFFICIAL_HELP_ACTION_PDDL}){after}"
+    data["grammar"] = data["grammar"].replace("You arrive at {lend.name}.", "You arrive at {r.name}.")
+    data["grammar"] = data["grammar"].replace("put {o} in/on {r}", "move {o} to {r}")
+    data["grammar"] = data["grammar"].replace("You put the {o.name} in/on the {r.name}.",
+                                              "You move the {o.name} to the {r.name}.")
+    data["grammar"] += _OFFICIAL_HELP_GRAMMAR
+    with open(filename, "w") as f:
+        json.dump(data, f)
+
+
+def _stock_view(feedback, state):
+    return feedback, list(state["admissible_commands"]), list(state["extra.expert_plan"])
+
+
+@pytest.mark.parametrize("root", [FIXTURE_211, OFFICIAL])
+def test_json_2_1_1_games_are_patched_as_the_official_script_does(tmp_path, root):
+    """A json_2.1.1 game has no `help` action; the env's patch (a help action in the PDDL domain, its
+    grammar, `move X to Y`) must write the very bytes of alfworld's patch_tw-pddl.py, and play the same:
+    text, admissible lists (with `help`) and expert plans equal the stock engine on the official patch."""
+    import shutil
+
+    from prover_gym.alfworld.data import needs_patch, patched_game
+    from prover_gym.alfworld.engine import AlfredEngine, stock_stack
+
+    if not root.is_dir():
+        pytest.skip("official ALFWorld sample not present")
+    games = official_games(root, "valid_unseen")
+    assert games
+    for tid, game in games.items():
+        import json
+
+        assert needs_patch(json.loads(game.read_text()))
+        ours = patched_game(game)
+        theirs = tmp_path / tid / "game.tw-pddl"
+        shutil.copytree(game.parent, theirs.parent)
+        _official_patch_twpddl(theirs)
+        assert ours.read_bytes() == theirs.read_bytes(), tid
+        assert patched_game(ours) == ours  # a patched game is not patched twice
+    tid, game = next(iter(games.items()))
+    engine = AlfredEngine()
+    engine.load(str(patched_game(game)), seed=3)
+    outer = random.getstate()
+    random.seed(3)
+    try:
+        stock = stock_stack(str(tmp_path / tid / "game.tw-pddl"))
+        state = stock.reset()
+        assert "help" in engine.admissible()
+        assert (engine.feedback(), engine.admissible(), engine.expert_plan()) == _stock_view(state.feedback, state)
+        rng = random.Random(0)
+        for i in range(20):
+            cmd = "help" if i == 1 else (engine.expert_plan() or ["look"])[0] if i % 3 else rng.choice(engine.admissible())
+            fb, _ = engine.step(cmd)
+            state, _, _ = stock.step(cmd)
+            assert (fb, engine.admissible(), engine.expert_plan()) == _stock_view(state.feedback, state), cmd
+            if cmd == "help":
+                assert "Available commands:" in fb
+    finally:
+        random.setstate(outer)
+    e = gym.make("prover/ALFWorld-v0", split="valid_unseen", data=str(root))
+    obs, info = e.reset(options={"task_id": tid})
+    assert "help" in info["admissible_actions"]
+    assert e.step("help")[0].startswith("Available commands:")
+    e.close()
+
+
+def test_invalid_commands_reach_the_expert_as_in_stock(env):
+    """Stock ALFWorld passes every command, admissible or not, to the engine and the handcoded expert
+    (after "" its next plan is `look`). The env does the same by default, the world stays unchanged,
+    snapshots keep the expert's state, and invalid_to_expert=False keeps the old plan instead."""
+    from prover_gym.alfworld.engine import stock_stack
+
+    tid = env.unwrapped.task_ids()[1]
+    obs, info = env.reset(options={"task_id": tid})
+    outer = random.getstate()
+    random.seed(0)  # the env's engine loads its games under seed 0
+    try:
+        stock = stock_stack(str(env.unwrapped.game_path(tid)))
+        state = stock.reset()
+        assert (obs, info["admissible_actions"], info["expert_plan"]) == _stock_view(state.feedback, state)
+        script = ["", "go to", "\U0001f642", None, "take nothing from nowhere", None, None, "  look ", "", None]
+        looks = 0
+        for cmd in script:
+            cmd = cmd if cmd is not None else env.unwrapped.expert_action() or "look"
+            ops = list(env.unwrapped.engine._ops)
+            obs, reward, term, trunc, info = env.step(cmd)
+            state, _, _ = stock.step(cmd)
+            assert (obs, info["admissible_actions"], info["expert_plan"]) == _stock_view(state.feedback, state), cmd
+            if cmd.strip() not in ("look",) and "error" in info:
+                assert env.unwrapped.engine._ops == ops  # the world did not change
+            looks += cmd == "" and info["expert_plan"] == ["look"]
+        assert looks == 2
+    finally:
+        random.setstate(outer)
+    # snapshots carry the expert's view of an invalid step
+    env.reset(options={"task_id": tid})
+    env.step(env.unwrapped.expert_action())
+    env.step("")
+    snap = snapshot(env)
+    plan = env.unwrapped.engine.expert_plan()
+    env.step(env.unwrapped.expert_action() or "look")
+    restore(env, snap)
+    assert env.unwrapped.engine.expert_plan() == plan == ["look"]
+    other = gym.make("prover/ALFWorld-v0", split="valid_unseen", **EASY)
+    other.reset(seed=0)
+    restore(other, snap)  # portable: rebuilt from the operator path and the pickled expert
+    assert other.unwrapped.engine.expert_plan() == ["look"]
+    other.close()
+    # the option: the expert never sees an inadmissible command
+    quiet = gym.make("prover/ALFWorld-v0", split="valid_unseen", invalid_to_expert=False, **EASY)
+    quiet.reset(options={"task_id": tid})
+    quiet.step(quiet.unwrapped.expert_action())  # at reset the plan is `look` anyway
+    before = quiet.unwrapped.engine.expert_plan()
+    obs, *_, info = quiet.step("")
+    assert obs == "Nothing happens." and info["expert_plan"] == before != ["look"] and "error" in info
+    quiet.close()

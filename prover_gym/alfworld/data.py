@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -25,7 +24,6 @@ from prover_gym.alfworld.generator import (
     Infeasible,
     available_floor_plans,
     generate_game,
-    grammar_text,
     scene_type,
     write_game,
 )
@@ -35,6 +33,7 @@ GENERATOR_VERSION = "alfworld-gen-v1"
 SPLIT_SIZES = {"train": 3553, "valid_seen": 140, "valid_unseen": 134}  # ALFWorld's split sizes
 SPLIT_ALIASES = {"test": "valid_unseen", "eval_in_distribution": "valid_seen", "eval_out_of_distribution": "valid_unseen"}
 MAX_ATTEMPTS = 40
+PATCH_VERSION = "alfworld-patched-v2"  # v1 swapped in the package grammar and had no help action
 
 
 class DataError(ValueError):
@@ -123,9 +122,6 @@ def _expert_walkthrough(engine, path: str, budget: int) -> list[str] | None:
 
 
 # ---- official games ----------------------------------------------------------------------------
-_OLD_TASK = re.compile(r'"task"\s*:\s*\[\s*\{\s*"rhs"\s*:\s*"Your task is to: (.*?)\.?"\s*\}', re.S)
-
-
 def official_games(root: Path, split: str, *, include_sliced: bool = False) -> dict[str, Path]:
     """task id (the task dir relative to the split dir) -> game.tw-pddl, for solvable games, as
     ``AlfredTWEnv.collect_game_files`` selects them (no movable-receptacle tasks; sliced ones only
@@ -170,27 +166,64 @@ def official_games(root: Path, split: str, *, include_sliced: bool = False) -> d
     return games
 
 
+# alfworld's scripts/patch_tw-pddl.py (json_2.1.1 -> 2.1.2), verbatim: a ``help`` action in the PDDL
+# domain, its grammar entry, ``move X to Y`` for ``put X in/on Y`` and the go-to feedback typo fixed.
+HELP_ACTION_PDDL = """\
+(:action help
+    :parameters (?a - agent)
+    :precondition
+        ()
+    :effect
+        (and
+            (checked ?a)
+        )
+)
+"""
+
+HELP_GRAMMAR = """\
+
+action help {
+    template :: "help";
+    feedback :: "\nAvailable commands:\n  look:                             look around your current location\n  inventory:                        check your current inventory\n  go to (receptacle):               move to a receptacle\n  open (receptacle):                open a receptacle\n  close (receptacle):               close a receptacle\n  take (object) from (receptacle):  take an object from a receptacle\n  move (object) to (receptacle):  place an object in or on a receptacle\n  examine (something):              examine a receptacle or an object\n  use (object):                     use an object\n  heat (object) with (receptacle):  heat an object using a receptacle\n  clean (object) with (receptacle): clean an object using a receptacle\n  cool (object) with (receptacle):  cool an object using a receptacle\n  slice (object) with (object):     slice an object using a sharp object\n";
+}
+"""  # noqa: E501 - the official text, byte for byte
+
+
+def needs_patch(doc: dict) -> bool:
+    """A json_2.1.1 game: its domain has no ``help`` action (2.1.2 games and generated ones do)."""
+    return "(:action help" not in doc["pddl_domain"]
+
+
+def patch_doc(doc: dict) -> dict:
+    """``patch_twpddl`` of alfworld's ``scripts/patch_tw-pddl.py`` on a loaded game file."""
+    doc = dict(doc)
+    before, after = doc["pddl_domain"].rsplit(")", 1)
+    doc["pddl_domain"] = f"{before}{HELP_ACTION_PDDL}){after}"
+    grammar = doc["grammar"]
+    grammar = grammar.replace("You arrive at {lend.name}.", "You arrive at {r.name}.")
+    grammar = grammar.replace("put {o} in/on {r}", "move {o} to {r}")
+    grammar = grammar.replace("You put the {o.name} in/on the {r.name}.", "You move the {o.name} to the {r.name}.")
+    doc["grammar"] = grammar + HELP_GRAMMAR
+    return doc
+
+
 def patched_game(game: Path) -> Path:
-    """json_2.1.1 games carry the old grammar (``put X in/on Y``, ``You arrive at loc 12``, no
-    ``help``), while alfworld 0.4.x's expert says ``move X to Y``. Like alfworld's
-    ``scripts/patch_tw-pddl.py``, swap in the package grammar with the game's task sentence. The
-    patched copy lives in the cache (with its traj_data.json); the official file is not touched."""
+    """json_2.1.1 games have no ``help`` action and the old grammar (``put X in/on Y``, ``You arrive
+    at loc 12``), while alfworld 0.4.x's expert says ``move X to Y``. Patch them exactly as alfworld's
+    ``scripts/patch_tw-pddl.py`` does (the same bytes as the file it writes). The patched copy lives
+    in the cache (with its traj_data.json); the official file is not touched."""
     raw = game.read_text()
     doc = json.loads(raw)
-    if "in/on" not in doc["grammar"]:
+    if not needs_patch(doc):
         return game
-    m = _OLD_TASK.search(doc["grammar"])
-    if m is None:
-        raise DataError(f"{game}: cannot find the task sentence in its grammar; pass grammar_patch=False")
     digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
 
     def build(tmp: Path) -> dict:
-        doc["grammar"] = grammar_text().replace("UNKNOWN GOAL", m.group(1))
-        (tmp / "game.tw-pddl").write_text(json.dumps(doc))
+        (tmp / "game.tw-pddl").write_text(json.dumps(patch_doc(doc)))
         shutil.copyfile(game.parent / "traj_data.json", tmp / "traj_data.json")
-        return {"source": str(game)}
+        return {"source": str(game), "patch": "alfworld scripts/patch_tw-pddl.py"}
 
-    out = build_once(cache_dir() / "alfworld-patched" / digest, build)
+    out = build_once(cache_dir() / PATCH_VERSION / digest, build)
     return out / "game.tw-pddl"
 
 

@@ -25,6 +25,10 @@ from prover_gym.core import Outcome, TextEnv
 _TASK_MARK = "Your task is to: "
 
 
+def _inadmissible(command: str) -> str:
+    return f"{command[:80]!r} is not an admissible command; choose one of info['admissible_actions']"
+
+
 class ALFWorldEnv(TextEnv):
     """ALFWorld text env.
 
@@ -38,14 +42,17 @@ class ALFWorldEnv(TextEnv):
         num_games: use only the first N tasks of a generated split (before the task-type filter).
         expert: run the handcoded expert each step (``info["expert_plan"]``, ``expert_action()``);
             False is faster.
-        grammar_patch: give json_2.1.1 games the package grammar (``move X to Y``), as alfworld's
-            ``patch_tw-pddl.py`` does, so the 0.4.2 expert works on them.
+        grammar_patch: patch json_2.1.1 games exactly as alfworld's ``scripts/patch_tw-pddl.py``
+            does (a ``help`` action, ``move X to Y``), so the 0.4.2 expert works on them.
         include_sliced: also load official ``*Sliced*`` tasks (AlfredTWEnv skips them).
         start: ``"room"`` (the original: the episode opens in the middle of the room) or ``"object"``:
             the handcoded expert's moves up to the goal object are played at reset (the agent stands
             where the object is, which it can now see), so the task is to take the object named in
             the goal, carry it to the receptacle the goal names and place it: every step is a
             decision the observation and goal text settle (needs ``expert=True``).
+        invalid_to_expert: as stock ALFWorld, a command outside the admissible list still goes to the
+            engine (``Nothing happens.``, the world unchanged) and to the handcoded expert, whose next
+            plan can change (after ``""`` it is ``look``). False keeps the expert's plan as it was.
         budget_slack: with ``start="object"``, a per-task step budget of (the expert's remaining
             plan + ``budget_slack``), capped by ``max_steps``; 0 makes every wrong command final.
     """
@@ -56,13 +63,15 @@ class ALFWorldEnv(TextEnv):
                  task_types: list[str] | tuple[str, ...] | None = None, max_receptacles: int | None = None,
                  num_distractors: int = 10, num_games: int | None = None, expert: bool = True,
                  grammar_patch: bool = True, include_sliced: bool = False, start: str = "room",
-                 budget_slack: int | None = None, render_mode: str | None = None):
+                 budget_slack: int | None = None, invalid_to_expert: bool = True, render_mode: str | None = None):
         task_types = list(task_types) if task_types is not None else None
         make_kwargs = dict(split=split, data=data, max_steps=max_steps, task_types=task_types,
                            max_receptacles=max_receptacles, num_distractors=num_distractors, num_games=num_games,
                            expert=expert, grammar_patch=grammar_patch, include_sliced=include_sliced)
         if start != "room":
             make_kwargs.update(start=start, budget_slack=budget_slack)
+        if not invalid_to_expert:
+            make_kwargs.update(invalid_to_expert=False)
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
         if start not in ("room", "object"):
             raise ValueError(f"start={start!r}; use 'room' (the original) or 'object' (where the goal object is)")
@@ -72,6 +81,9 @@ class ALFWorldEnv(TextEnv):
         if budget_slack is not None and (start != "object" or not isinstance(budget_slack, int) or budget_slack < 0):
             raise ValueError(f"budget_slack={budget_slack!r} needs start='object' and an int >= 0")
         self.start, self.budget_slack = start, budget_slack
+        if not isinstance(invalid_to_expert, bool):
+            raise ValueError(f"invalid_to_expert={invalid_to_expert!r}; use True (stock) or False")
+        self.invalid_to_expert = invalid_to_expert
         self._budgets: dict[str, int] = {}  # task id -> the expert's plan length from the start state
         for t in task_types or ():
             if t not in TASK_TYPES:
@@ -95,10 +107,11 @@ class ALFWorldEnv(TextEnv):
             digest = hashlib.sha256()
             for k in self._ids:
                 digest.update(k.encode() + b"\0" + games[k].read_bytes())
-            source = ["official", digest.hexdigest(), grammar_patch]
+            source = ["official", digest.hexdigest(), grammar_patch and alf_data.PATCH_VERSION]
         self._grammar_patch = grammar_patch
         self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]
                                                       + ([start, budget_slack] if start != "room" else [])
+                                                      + ([] if invalid_to_expert else ["invalid_not_to_expert"])
                                                       ).encode()).hexdigest()
         self.engine = AlfredEngine(expert=expert)
         self._meta: dict = {}
@@ -182,11 +195,14 @@ class ALFWorldEnv(TextEnv):
 
     def _apply(self, action: str) -> Outcome:
         command = action.strip()
-        if command not in self.engine.admissible():
-            return Outcome(observation="Nothing happens.",
-                           info={"error": f"{command[:80]!r} is not an admissible command; "
-                                          "choose one of info['admissible_actions']"})
-        feedback, won = self.engine.step(command)
+        admissible = command in self.engine.admissible()
+        if not admissible and not self.invalid_to_expert:
+            return Outcome(observation="Nothing happens.", info={"error": _inadmissible(command)})
+        # as stock: the engine (``Nothing happens.``, no state change) and the handcoded expert see the
+        # command as sent (the expert tracks its own progress from it, so its next plan can change)
+        feedback, won = self.engine.step(action)
+        if not admissible:
+            return Outcome(observation=feedback, info={"error": _inadmissible(command)})
         return Outcome(observation=feedback, reward=1.0 if won else 0.0, terminated=won, won=won)
 
     def _get_state(self) -> Any:
