@@ -71,7 +71,8 @@ def test_load_products_like_the_original(official):
     dress = cat.by_asin["B08ZRR3DZT"]
     assert dress["options"] == {"size": ["x-small", "small"], "color": ["black", "navy | white"]}
     assert 19.99 <= cat.prices["B08ZRR3DZT"] <= 27.99 and cat.prices["B06Y3VLDFB"] == 877.8
-    assert cat.by_asin["B09DG92LJL"]["options"] == {} and cat.by_asin["B09DG92LJL"]["Attributes"] == ["DUMMY_ATTR"]
+    # an entry with "attributes": [] keeps the empty list (engine.load_products: 'attributes' in attributes[asin])
+    assert cat.by_asin["B09DG92LJL"]["options"] == {} and cat.by_asin["B09DG92LJL"]["Attributes"] == []
     assert dress["BulletPoints"][0] == "Made for SheIn Women's Dress. "
     goals = build_goals(cat, "synthetic")
     assert len(goals) == 2 * 2 + 2 * 2  # option combinations of the two instruction products
@@ -137,3 +138,66 @@ def test_missing_or_corrupt_official_files_are_named(tmp_path, official):
         gym.make("prover/WebShop-v0", data=str(official), goal_source="synthetic")
     with pytest.raises(DataError, match="not a directory"):
         gym.make("prover/WebShop-v0", data=str(official / "nope"))
+
+
+def _rewrite(path, edit):
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda items: items[1].pop("customization_options"), r"product #1 \(asin 'B08R3XSC65'\) has no 'customization_options'"),
+    (lambda items: items[2].pop("query"), r"product #2 .* has no 'query'"),
+    (lambda items: items[0].pop("full_description"), r"product #0 .* has no 'full_description'"),
+    (lambda items: items[0].update(pricing="$"), r"product #0 \(asin B06Y3VLDFB\): pricing '\$' has a price with no number"),
+    (lambda items: items[2].update(pricing="$19.99$"), r"product #2 .*pricing '\$19.99\$' has a price with no number"),
+    (lambda items: items[1]["customization_options"]["Color"][0].pop("value"), r"product #1 .*option 'Color' must be a list of objects with a 'value'"),
+    (lambda items: items[1].update(customization_options=["red"]), r"product #1 .*customization_options is a list"),
+])
+def test_product_records_the_original_rejects_are_errors_naming_the_record(official, edit, match):
+    """The original's loader raises on these (KeyError, Decimal's InvalidOperation); the port used to
+    drop them silently (options dropped turned 42 goals into 3). Now a DataError names file and record."""
+    _rewrite(official / "items_shuffle_1000.json", edit)
+    for source in ("synthetic", "human"):
+        with pytest.raises(DataError, match=r"items_shuffle_1000.json: " + match):
+            gym.make("prover/WebShop-v0", data=str(official), goal_source=source)
+
+
+def test_goal_files_the_original_rejects_are_errors_naming_the_record(official):
+    _rewrite(official / "items_ins_v2_1000.json", lambda a: a.pop("B08ZRR3DZT"))
+    with pytest.raises(DataError, match=r"product #2 \(asin B08ZRR3DZT\) is not in .*items_ins_v2_1000.json"):
+        gym.make("prover/WebShop-v0", data=str(official), goal_source="synthetic")
+    _rewrite(official / "items_human_ins.json", lambda h: h["B08R3XSC65"][0].pop("instruction"))
+    with pytest.raises(DataError, match=r"items_human_ins.json: record #0 of B08R3XSC65 has no 'instruction'"):
+        gym.make("prover/WebShop-v0", data=str(official), goal_source="human")
+    _rewrite(official / "items_human_ins.json", lambda h: h["B08R3XSC65"][1].pop("instruction_attributes"))
+    with pytest.raises(DataError, match=r"record #0 of B08R3XSC65 has no 'instruction'"):
+        gym.make("prover/WebShop-v0", data=str(official))
+
+
+def test_human_goals_that_name_no_loaded_product_say_why(official):
+    """Official items_human_ins.json names products outside items_shuffle_1000.json: the default
+    goal_source ('human' when the file is there) used to give 0 goals and a bare 'no tasks' at reset."""
+    _rewrite(official / "items_human_ins.json", lambda h: h.update({"B000000000": h.pop("B08R3XSC65")}))
+    with pytest.raises(DataError, match=r"no human goals with goal_source='human' \(the default when items_human_ins.json "
+                                        r"is present\): .*items_human_ins.json has 2 instructions for 1 products, and "
+                                        r"none of them is among the 4 products loaded .*goal_source='synthetic'"):
+        gym.make("prover/WebShop-v0", data=str(official))
+    env = gym.make("prover/WebShop-v0", data=str(official), goal_source="synthetic", split="all")
+    assert len(env.unwrapped.task_ids()) == 2 * 2 + 2 * 2  # the synthetic goals still load
+    env.close()
+
+
+def test_human_goals_without_the_attribute_file_are_refused(official):
+    (official / "items_ins_v2_1000.json").unlink()
+    with pytest.raises(DataError, match=r"goal_source='human' needs items_ins_v2\*.json .*expert scores 0.8"):
+        gym.make("prover/WebShop-v0", data=str(official))
+
+
+def test_human_targets_missing_from_the_attribute_file_warn(official):
+    _rewrite(official / "items_ins_v2_1000.json", lambda a: a.pop("B08R3XSC65"))
+    with pytest.warns(UserWarning, match=r"1 products with human instructions have no entry in .*items_ins_v2_1000.json"):
+        env = gym.make("prover/WebShop-v0", data=str(official), goal_source="human", split="all")
+    assert env.unwrapped.catalog.by_asin["B08R3XSC65"]["Attributes"] == ["DUMMY_ATTR"]  # as the original
+    env.close()

@@ -20,7 +20,9 @@ import itertools
 import json
 import random
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
@@ -36,6 +38,7 @@ class Catalog:
     products: list[dict]
     by_asin: dict[str, dict]
     prices: dict[str, float]  # hidden price per ASIN (what the reward compares)
+    human_counts: dict = field(default_factory=dict)  # human instruction file: records, ASINs, ASINs loaded
 
     def __len__(self) -> int:
         return len(self.products)
@@ -51,18 +54,20 @@ def _read_json(path: Path, what: str):
         raise DataError(f"{path}: not valid JSON ({exc}); re-download the WebShop {what}") from None
 
 
-def parse_pricing(pricing) -> list[float]:
-    """``"$19.99$27.99"`` -> [19.99, 27.99]; empty -> [100.0] (the original's default)."""
+def parse_pricing(pricing, where: str = "pricing") -> list[float]:
+    """``"$19.99$27.99"`` -> [19.99, 27.99]; empty -> [100.0] (the original's default). A piece
+    with no number (``"$"``, ``"$1.2.3"``) is an error naming ``where``, as the original's
+    ``Decimal`` raises on it."""
     if not pricing:
         return [100.0]
-    pieces = str(pricing).split("$")[1:]
     values = []
-    for piece in pieces:
+    for piece in str(pricing).split("$")[1:]:
         digits = re.sub(r"[^\d.]", "", piece)
         try:
-            values.append(float(digits))
-        except ValueError:
-            continue
+            values.append(float(Decimal(digits)))
+        except (InvalidOperation, ValueError):
+            raise DataError(f"{where}: pricing {pricing!r} has a price with no number ({piece!r}); the original's "
+                            "loader raises on it too: fix the record (e.g. '$19.99' or '$19.99$27.99')") from None
     return values[:2] if values else [100.0]
 
 
@@ -79,52 +84,85 @@ def load_products(items_path: Path, attrs_path: Path | None, human_path: Path | 
         raise DataError(f"{items_path}: expected a JSON array of products, got {type(raw).__name__}")
     attrs = _read_json(attrs_path, "attribute file (items_ins_v2*.json)") if attrs_path else {}
     human = _read_json(human_path, "human instruction file (items_human_ins.json)") if human_path else {}
-    return make_catalog(raw, attrs, human, goal_source=goal_source, num_products=num_products, seed=seed, source=str(items_path))
+    for what, doc, path in (("attribute", attrs, attrs_path), ("human instruction", human, human_path)):
+        if not isinstance(doc, dict):
+            raise DataError(f"{path}: expected a JSON object keyed by ASIN (the WebShop {what} file), "
+                            f"got {type(doc).__name__}")
+    return make_catalog(raw, attrs, human, goal_source=goal_source, num_products=num_products, seed=seed,
+                        source=str(items_path), attrs_source=str(attrs_path or "the attribute file"),
+                        human_source=str(human_path or "the human instruction file"))
+
+
+# what ``engine.load_products`` reads with ``p[key]`` (a KeyError there); ``images`` is not rendered
+# in text mode, so it is not required here
+REQUIRED_PRODUCT_KEYS = ("asin", "name", "category", "query", "product_category", "full_description",
+                         "small_description", "customization_options")
 
 
 def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str, num_products: int | None = None,
-                 seed: int = 0, source: str = "products") -> Catalog:
+                 seed: int = 0, source: str = "products", attrs_source: str = "the attribute file",
+                 human_source: str = "the human instruction file") -> Catalog:
     """``engine.load_products`` on parsed data: skip bad and duplicate ASINs, parse prices,
-    lower-case options (``'/'`` -> ``' | '``), attach attributes and instructions, draw hidden prices."""
+    lower-case options (``'/'`` -> ``' | '``), attach attributes and instructions, draw hidden prices.
+    Raises ``DataError`` (naming the file, the record and the fix) where the original raises."""
     if num_products is not None:
         raw = raw[:num_products]
     rng = random.Random(seed)
     products, by_asin, prices = [], {}, {}
+    no_attributes = 0
     for i, p in enumerate(raw):
-        if not isinstance(p, dict) or "asin" not in p or "name" not in p:
-            raise DataError(f"{source}: product #{i} lacks 'asin' or 'name'")
+        if not isinstance(p, dict):
+            raise DataError(f"{source}: product #{i} is a {type(p).__name__}, not an object")
+        missing = [k for k in REQUIRED_PRODUCT_KEYS if k not in p]
+        if missing:
+            raise DataError(f"{source}: product #{i} (asin {p.get('asin', '?')!r}) has no {', '.join(map(repr, missing))}; "
+                            "the original's loader needs every product to carry these keys (empty values are fine)")
         asin = str(p["asin"])
         if asin == "nan" or len(asin) > 10 or asin in by_asin:
             continue
-        bullets = p.get("small_description")
+        where = f"{source}: product #{i} (asin {asin})"
+        bullets = p["small_description"]
         bullets = bullets if isinstance(bullets, list) else [bullets or ""]
         options: dict[str, list[str]] = {}
-        custom = p.get("customization_options") or {}
-        if isinstance(custom, dict):
-            for name, values in custom.items():
-                if values is None:
-                    continue
-                options[name.lower()] = [str(v["value"]).strip().replace("/", " | ").lower() for v in values]
-        pricing = parse_pricing(p.get("pricing"))
+        custom = p["customization_options"]
+        if custom and not isinstance(custom, dict):
+            raise DataError(f"{where}: customization_options is a {type(custom).__name__}; expected an object "
+                            "{option name: [{'value': ...}, ...]} or an empty value")
+        for name, values in (custom or {}).items():
+            if values is None:
+                continue
+            if not isinstance(values, list) or not all(isinstance(v, dict) and "value" in v for v in values):
+                raise DataError(f"{where}: customization option {name!r} must be a list of objects with a 'value' "
+                                f"(got {str(values)[:80]})")
+            options[name.lower()] = [str(v["value"]).strip().replace("/", " | ").lower() for v in values]
+        pricing = parse_pricing(p.get("pricing"), where)
+        if asin in attrs and not isinstance(attrs[asin], dict):
+            raise DataError(f"{attrs_source}: the entry of {asin} is a {type(attrs[asin]).__name__}, not an object")
         entry = attrs.get(asin) or {}
+        if goal_source == "synthetic" and asin not in attrs:
+            raise DataError(f"{where} is not in {attrs_source}; synthetic goals read every product's instruction from "
+                            "it (the original raises KeyError): use the attribute file that belongs to these products, "
+                            "or goal_source='human'")
+        if "attributes" not in entry:
+            no_attributes += asin in human
         record = {
             "asin": asin,
             "name": p["name"],
             "Title": p["name"],
-            "Description": p.get("full_description") or "",
+            "Description": p["full_description"] or "",
             "BulletPoints": [str(b) for b in bullets],
             "Reviews": [],
             "Rating": "N.A.",
-            "category": p.get("category", ""),
-            "query": str(p.get("query", "")).lower().strip(),
-            "product_category": p.get("product_category", ""),
+            "category": p["category"],
+            "query": str(p["query"]).lower().strip(),
+            "product_category": p["product_category"],
             "options": options,
             "pricing": pricing,
             "Price": price_tag(pricing),
-            "Attributes": entry.get("attributes") or ["DUMMY_ATTR"],
+            "Attributes": list(entry["attributes"]) if "attributes" in entry else ["DUMMY_ATTR"],
         }
         if goal_source == "human" and asin in human:
-            record["instructions"] = human[asin]
+            record["instructions"] = _human_records(human[asin], asin, human_source)
         elif goal_source == "synthetic" and entry.get("instruction"):
             record["instruction_text"] = entry["instruction"]
             record["instruction_attributes"] = entry.get("instruction_attributes") or []
@@ -133,7 +171,30 @@ def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str,
         prices[asin] = pricing[0] if len(pricing) == 1 else rng.uniform(pricing[0], pricing[1])
     if not products:
         raise DataError(f"{source}: no valid products")
-    return Catalog(products, by_asin, prices)
+    counts = {}
+    if goal_source == "human":
+        counts = {"records": sum(len(v) for v in human.values() if isinstance(v, list)), "asins": len(human),
+                  "asins_loaded": sum(a in by_asin for a in human), "products": len(products)}
+        if no_attributes:
+            warnings.warn(f"{no_attributes} products with human instructions have no entry in {attrs_source}; their "
+                          "attributes are ['DUMMY_ATTR'] (as the original), so the reward's attribute part cannot match "
+                          "them", stacklevel=3)
+    return Catalog(products, by_asin, prices, counts)
+
+
+HUMAN_RECORD_KEYS = ("instruction", "instruction_attributes", "instruction_options")
+
+
+def _human_records(records, asin: str, source: str) -> list[dict]:
+    if not isinstance(records, list):
+        raise DataError(f"{source}: the entry of {asin} is a {type(records).__name__}; expected a list of "
+                        "instruction records")
+    for j, r in enumerate(records):
+        missing = [k for k in HUMAN_RECORD_KEYS if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise DataError(f"{source}: record #{j} of {asin} has no {', '.join(map(repr, missing))}; each human "
+                            f"instruction record needs {', '.join(HUMAN_RECORD_KEYS)} (the original reads them all)")
+    return records
 
 
 def _price_clause(price: float, rng: random.Random) -> tuple[float, str]:
@@ -155,13 +216,13 @@ def build_goals(catalog: Catalog, goal_source: str, *, seed: int = 0, shuffle_se
                 "product_category": product["product_category"]}
         if goal_source == "human":
             for record in product.get("instructions", []):
-                attributes = record.get("instruction_attributes") or []
-                if not attributes:
+                attributes = record["instruction_attributes"] or []
+                if not attributes:  # the original skips these too
                     continue
                 upper, text = _price_clause(catalog.prices[asin], rng)
                 goals.append({**base, "instruction_text": str(record["instruction"]).strip(".") + text,
                               "attributes": list(attributes), "price_upper": upper,
-                              "goal_options": list(record.get("instruction_options") or []), "weight": 1.0})
+                              "goal_options": list(record["instruction_options"] or []), "weight": 1.0})
         else:
             if not product.get("instruction_text"):
                 continue

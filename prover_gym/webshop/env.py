@@ -23,6 +23,23 @@ from prover_gym.webshop.search import ProductSearch
 
 
 
+def _no_goals(catalog, goal_source: str, items: Path, attrs: Path | None, human: Path | None, explicit: bool) -> str:
+    """Why a catalogue gave no goals, with the kwarg that changes it."""
+    if goal_source == "synthetic":
+        return (f"no synthetic goals: none of the {len(catalog)} products loaded from {items} has an 'instruction' "
+                f"with 'instruction_attributes' in {attrs}")
+    c = catalog.human_counts
+    why = "goal_source='human' (the default when items_human_ins.json is present)" if not explicit else "goal_source='human'"
+    if c.get("asins_loaded"):
+        detail = (f"the {c['asins_loaded']} of them that are loaded have only records with empty "
+                  "instruction_attributes (skipped, as the original does)")
+    else:
+        detail = f"none of them is among the {c.get('products', len(catalog))} products loaded from {items}"
+    return (f"no human goals with {why}: {human} has {c.get('records', 0)} instructions for {c.get('asins', 0)} products, "
+            f"and {detail}. Pass goal_source='synthetic' (the instructions of {attrs.name if attrs else 'items_ins_v2'}), "
+            "or load the catalogue they were written for (the full items_shuffle.json, num_products=None)")
+
+
 class WebShopEnv(TextEnv):
     """WebShop text env.
 
@@ -79,20 +96,26 @@ class WebShopEnv(TextEnv):
             items, attrs, human = find_files(bundled_data_dir())
         else:
             items, attrs, human = find_files(Path(data))
+        explicit = goal_source is not None
         if goal_source is None:
             goal_source = "human" if human is not None else "synthetic"
         if goal_source not in ("synthetic", "human"):
             raise ValueError(f"goal_source={goal_source!r}; use 'synthetic' or 'human'")
         if goal_source == "human" and human is None:
             raise DataError(f"goal_source='human' needs items_human_ins.json next to {items}")
-        if goal_source == "synthetic" and attrs is None:
-            raise DataError(f"goal_source='synthetic' needs items_ins_v2*.json next to {items}")
+        if attrs is None:  # the original reads it for every product's attributes, whatever the goals
+            raise DataError(f"goal_source={goal_source!r} needs items_ins_v2*.json next to {items}: "
+                            + ("synthetic goals are its instructions" if goal_source == "synthetic" else
+                               "without it every product's attributes are ['DUMMY_ATTR'] and the reward's attribute "
+                               "part never matches (even the expert scores 0.8)"))
         key = (str(items), str(attrs), str(human), goal_source, num_products, seed, shuffle_seed)
 
         def build():
             catalog = load_products(items, attrs, human if goal_source == "human" else None, goal_source=goal_source,
                                     num_products=num_products, seed=seed)
             goals = build_goals(catalog, goal_source, seed=seed, shuffle_seed=shuffle_seed)
+            if not goals:
+                raise DataError(_no_goals(catalog, goal_source, items, attrs, human, explicit))
             shop = Shop(catalog, shared(("search", str(items), num_products), lambda: ProductSearch(catalog.products)))
             digest = hashlib.sha256(json.dumps([g["asin"] + g["instruction_text"] for g in goals]).encode()).hexdigest()
             return catalog, goals, shop, digest
