@@ -54,7 +54,10 @@ class SearchQAEnv(TextEnv):
         data: None for the bundled generated data; a directory with ``{split}.jsonl`` (FlashRAG),
             ``{split}.parquet`` (Search-R1) and ``corpus.jsonl``; or a single questions file.
         corpus: wiki-18-style jsonl to search (overrides the one in ``data``).
-        retriever: ``"bm25"`` (embedded) or ``"http"`` (a Search-R1 retrieval server at ``search_url``).
+        retriever: ``"bm25"`` (embedded), ``"dense"`` (embedded E5 + FAISS, as Search-R1; needs
+            ``encoder`` and ``faiss-cpu``) or ``"http"`` (a Search-R1 retrieval server at ``search_url``).
+        index: the FAISS index for ``retriever="dense"`` (default: ``e5_Flat.index`` next to the corpus).
+        encoder: a local Hugging Face encoder directory for ``retriever="dense"`` (e.g. e5-base-v2).
         search_url: base URL(s) of the retrieval server for ``retriever="http"``.
         retriever_timeout, retriever_retries: seconds per HTTP request and attempts before a step
             raises ``RetrieverUnavailable`` (which leaves the env as before the step; retry it).
@@ -76,12 +79,14 @@ class SearchQAEnv(TextEnv):
                  retriever_timeout: float = 30.0, retriever_retries: int = 3,
                  max_turns: int = 4, max_steps: int | None = None, obs_format: str = "searchr1",
                  max_obs_tokens: int = 500, tokenizer: str | None = None, reward: str = "em",
-                 data_sources: list[str] | None = None, render_mode: str | None = None):
+                 data_sources: list[str] | None = None, index: str | None = None, encoder: str | None = None,
+                 render_mode: str | None = None):
         make_kwargs = {k: v for k, v in dict(
             split=split, data=data, corpus=corpus, retriever=retriever, search_url=search_url, topk=topk,
             retriever_timeout=retriever_timeout, retriever_retries=retriever_retries,
             max_turns=max_turns, max_steps=max_steps, obs_format=obs_format, max_obs_tokens=max_obs_tokens,
-            tokenizer=tokenizer, reward=reward, data_sources=data_sources).items()}
+            tokenizer=tokenizer, reward=reward, data_sources=data_sources, index=index, encoder=encoder).items()
+            if k not in ("index", "encoder") or v is not None}
         if max_steps is None:
             max_steps = max_turns + 1
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
@@ -101,11 +106,22 @@ class SearchQAEnv(TextEnv):
         self._by_id = shared(("index", str(questions_path)), lambda: {e.id: i for i, e in enumerate(self.examples)})
         if len(self._by_id) != len(self.examples):
             raise DataError(f"{questions_path}: question ids are not unique")
-        if retriever == "bm25":
+        if (index is not None or encoder is not None) and retriever != "dense":
+            raise ValueError(f"index= and encoder= are for retriever='dense' (got retriever={retriever!r})")
+        if retriever in ("bm25", "dense"):
             if corpus_path is None:
                 raise DataError(f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url")
             self.corpus: Corpus | None = shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
+        if retriever == "bm25":
             self.retriever = shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
+        elif retriever == "dense":
+            from prover_gym.searchqa.dense import INDEX_NAME, DenseRetriever
+
+            if encoder is None:
+                raise ValueError("retriever='dense' needs encoder= a local encoder directory (Search-R1 uses e5-base-v2)")
+            index_path = Path(index).expanduser() if index else corpus_path.parent / INDEX_NAME
+            self.retriever = shared(("dense", str(corpus_path), str(index_path), str(encoder)),
+                                    lambda: DenseRetriever(self.corpus, index_path, encoder))
         elif retriever == "http":
             if not search_url:
                 raise ValueError("retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)")
@@ -118,7 +134,7 @@ class SearchQAEnv(TextEnv):
                                     lambda: HTTPRetriever(list(urls), timeout=retriever_timeout,
                                                           retries=retriever_retries))
         else:
-            raise ValueError(f"retriever={retriever!r}; use 'bm25' or 'http'")
+            raise ValueError(f"retriever={retriever!r}; use 'bm25', 'dense' or 'http'")
         settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]
         if data_sources is not None:
             settings.append(sorted(data_sources))

@@ -2,6 +2,7 @@
 
     python -m prover_gym.searchqa.serve --port 8000                 # the bundled corpus
     python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --port 8000
+    python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --retriever dense --encoder ./e5-base-v2  # + e5_Flat.index
 
 ``POST /retrieve`` takes ``{"queries": [...], "topk": k, "return_scores": true}`` (or verl-agent's
 ``{"query": "..."}``) and answers ``{"result": [[{"document": {"id", "contents"}, "score": s}, ...], ...]}``
@@ -75,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--corpus", help="wiki-18-style jsonl(.gz); default: the bundled generated corpus")
     parser.add_argument("--topk", type=int, default=3, help="k when a request sends none")
+    parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25",
+                        help="bm25 (embedded) or dense (E5 + FAISS flat index, as Search-R1's server)")
+    parser.add_argument("--index", help="FAISS index for --retriever dense (default: e5_Flat.index next to the corpus)")
+    parser.add_argument("--encoder", help="local encoder directory for --retriever dense (e.g. e5-base-v2)")
     parser.add_argument("--allow-remote", action="store_true", help="permit binding a non-loopback address")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
@@ -85,12 +90,22 @@ def main(argv: list[str] | None = None) -> int:
     from prover_gym.searchqa.data import load_corpus_jsonl
 
     if args.corpus:
-        corpus = load_corpus_jsonl(Path(args.corpus))
+        corpus_path = Path(args.corpus)
     else:
         from prover_gym.searchqa.bundled import bundled_data_dir
 
-        corpus = load_corpus_jsonl(bundled_data_dir() / "corpus.jsonl")
-    retriever = BM25Retriever(corpus)
+        corpus_path = bundled_data_dir() / "corpus.jsonl"
+    corpus = load_corpus_jsonl(corpus_path)
+    retriever: Retriever
+    if args.retriever == "dense":
+        from prover_gym.searchqa.dense import INDEX_NAME, DenseRetriever
+
+        if not args.encoder:
+            parser.error("--retriever dense needs --encoder DIR (a local encoder, e.g. e5-base-v2)")
+        retriever = DenseRetriever(corpus, Path(args.index) if args.index else corpus_path.parent / INDEX_NAME,
+                                   args.encoder)
+    else:
+        retriever = BM25Retriever(corpus)
     import uvicorn
 
     logging.basicConfig(level=args.log_level.upper())
