@@ -449,12 +449,14 @@ def test_json_2_1_1_games_are_patched_as_the_official_script_does(tmp_path, root
     e.close()
 
 
-def test_invalid_commands_reach_the_expert_as_in_stock(env):
+def test_invalid_commands_reach_the_expert_as_in_stock():
     """Stock ALFWorld passes every command, admissible or not, to the engine and the handcoded expert
-    (after "" its next plan is `look`). The env does the same by default, the world stays unchanged,
-    snapshots keep the expert's state, and invalid_to_expert=False keeps the old plan instead."""
+    (after "" its next plan is `look`). invalid_to_expert=True does the same, the world stays unchanged
+    and snapshots keep the expert's state; the default keeps the state whole (the env contract) and
+    the expert's plan as it was."""
     from prover_gym.alfworld.engine import stock_stack
 
+    env = gym.make("prover/ALFWorld-v0", split="valid_unseen", invalid_to_expert=True, **EASY)
     tid = env.unwrapped.task_ids()[1]
     obs, info = env.reset(options={"task_id": tid})
     outer = random.getstate()
@@ -486,13 +488,14 @@ def test_invalid_commands_reach_the_expert_as_in_stock(env):
     env.step(env.unwrapped.expert_action() or "look")
     restore(env, snap)
     assert env.unwrapped.engine.expert_plan() == plan == ["look"]
-    other = gym.make("prover/ALFWorld-v0", split="valid_unseen", **EASY)
+    other = gym.make("prover/ALFWorld-v0", split="valid_unseen", invalid_to_expert=True, **EASY)
     other.reset(seed=0)
     restore(other, snap)  # portable: rebuilt from the operator path and the pickled expert
     assert other.unwrapped.engine.expert_plan() == ["look"]
     other.close()
-    # the option: the expert never sees an inadmissible command
-    quiet = gym.make("prover/ALFWorld-v0", split="valid_unseen", invalid_to_expert=False, **EASY)
+    env.close()
+    # the default: the expert never sees an inadmissible command
+    quiet = gym.make("prover/ALFWorld-v0", split="valid_unseen", **EASY)
     quiet.reset(options={"task_id": tid})
     quiet.step(quiet.unwrapped.expert_action())  # at reset the plan is `look` anyway
     before = quiet.unwrapped.engine.expert_plan()

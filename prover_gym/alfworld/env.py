@@ -50,9 +50,11 @@ class ALFWorldEnv(TextEnv):
             where the object is, which it can now see), so the task is to take the object named in
             the goal, carry it to the receptacle the goal names and place it: every step is a
             decision the observation and goal text settle (needs ``expert=True``).
-        invalid_to_expert: as stock ALFWorld, a command outside the admissible list still goes to the
-            engine (``Nothing happens.``, the world unchanged) and to the handcoded expert, whose next
-            plan can change (after ``""`` it is ``look``). False keeps the expert's plan as it was.
+        invalid_to_expert: False (default, the env contract: a bad action keeps the state): a command
+            outside the admissible list never reaches the engine, so the handcoded expert's plan stays
+            as it was. True does as stock ALFWorld: the command goes to the engine (``Nothing
+            happens.``, the world unchanged) and to the expert, which updates its own tracking from it,
+            so its next plan can change (after ``""`` it is ``look``).
         budget_slack: with ``start="object"``, a per-task step budget of (the expert's remaining
             plan + ``budget_slack``), capped by ``max_steps``; 0 makes every wrong command final.
     """
@@ -63,15 +65,15 @@ class ALFWorldEnv(TextEnv):
                  task_types: list[str] | tuple[str, ...] | None = None, max_receptacles: int | None = None,
                  num_distractors: int = 10, num_games: int | None = None, expert: bool = True,
                  grammar_patch: bool = True, include_sliced: bool = False, start: str = "room",
-                 budget_slack: int | None = None, invalid_to_expert: bool = True, render_mode: str | None = None):
+                 budget_slack: int | None = None, invalid_to_expert: bool = False, render_mode: str | None = None):
         task_types = list(task_types) if task_types is not None else None
         make_kwargs = dict(split=split, data=data, max_steps=max_steps, task_types=task_types,
                            max_receptacles=max_receptacles, num_distractors=num_distractors, num_games=num_games,
                            expert=expert, grammar_patch=grammar_patch, include_sliced=include_sliced)
         if start != "room":
             make_kwargs.update(start=start, budget_slack=budget_slack)
-        if not invalid_to_expert:
-            make_kwargs.update(invalid_to_expert=False)
+        if invalid_to_expert:
+            make_kwargs.update(invalid_to_expert=True)
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
         if start not in ("room", "object"):
             raise ValueError(f"start={start!r}; use 'room' (the original) or 'object' (where the goal object is)")
@@ -82,7 +84,8 @@ class ALFWorldEnv(TextEnv):
             raise ValueError(f"budget_slack={budget_slack!r} needs start='object' and an int >= 0")
         self.start, self.budget_slack = start, budget_slack
         if not isinstance(invalid_to_expert, bool):
-            raise ValueError(f"invalid_to_expert={invalid_to_expert!r}; use True (stock) or False")
+            raise ValueError(f"invalid_to_expert={invalid_to_expert!r}; use False (bad actions keep the state) or "
+                             "True (stock: the expert sees them)")
         self.invalid_to_expert = invalid_to_expert
         self._budgets: dict[str, int] = {}  # task id -> the expert's plan length from the start state
         for t in task_types or ():
@@ -111,7 +114,7 @@ class ALFWorldEnv(TextEnv):
         self._grammar_patch = grammar_patch
         self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]
                                                       + ([start, budget_slack] if start != "room" else [])
-                                                      + ([] if invalid_to_expert else ["invalid_not_to_expert"])
+                                                      + (["invalid_to_expert"] if invalid_to_expert else [])
                                                       ).encode()).hexdigest()
         self.engine = AlfredEngine(expert=expert)
         self._meta: dict = {}
