@@ -67,6 +67,19 @@ def decode_python_rng(rng: random.Random, data) -> None:
     rng.setstate(_decode(data))
 
 
+def rng_state(backend_calls: int) -> dict:
+    """This process's torch / numpy RNG states and generation counter (one rank's part of a checkpoint)."""
+    return {"torch_rng": torch.get_rng_state().tolist(), "numpy_rng": _encode(np.random.get_state()),
+            "backend_calls": backend_calls}
+
+
+def set_rng_state(state: dict) -> int:
+    """Restore ``rng_state``'s RNGs; returns its generation counter."""
+    torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
+    np.random.set_state(_decode(state["numpy_rng"]))
+    return state["backend_calls"]
+
+
 def seed_all(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)

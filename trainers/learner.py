@@ -8,6 +8,7 @@ mini-batch, accumulated over micro-batches of ``minibatch_size`` samples.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 
@@ -20,10 +21,23 @@ EMPTY = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "sampl
 
 
 class Learner:
-    def __init__(self, cfg, model, tokenizer, optimizer, out: Path, plain_model, recompute_logprobs: bool):
+    def __init__(self, cfg, model, tokenizer, optimizer, out: Path, plain_model, recompute_logprobs: bool,
+                 dist=None, forward_model=None):
+        """``forward_model``: ``LogprobModule(model)`` as the data-parallel wrapper (``dist.prepare``)
+        returned it; None for one process."""
+        from trainers.distributed import Dist
+
         self.cfg, self.model, self.tokenizer, self.optimizer = cfg, model, tokenizer, optimizer
         self.out, self.plain_model, self.recompute_logprobs = out, plain_model, recompute_logprobs
+        self.dist = dist or Dist()
+        self.forward_model = forward_model
         self._reference = None
+
+    def forward_logprobs(self, batch: dict, mask):
+        """The learner's log-probs with gradient: through the DDP / FSDP wrapper when there is one."""
+        if self.forward_model is None:
+            return token_logprobs(self.model, batch, mask)
+        return self.forward_model(batch["input_ids"], batch["attention_mask"], mask)
 
     def reference(self):
         """A frozen copy of the policy as it was when RL started (after SFT), for the KL term; saved
@@ -47,63 +61,127 @@ class Learner:
     def learn(self, trajectories, advantages, groups: list | None = None) -> dict:
         """``advantages[i]``: trajectory i's token advantages (or per-turn list); None leaves it out.
         ``groups[i]``: trajectory i's GRPO group; with several updates per pass each group stays whole
-        in one update, so its advantages (which sum to 0) meet in the same step."""
+        in one update, so its advantages (which sum to 0) meet in the same step.
+
+        Data-parallel (``self.dist`` with N ranks): each rank passes its own trajectories with the
+        groups' global ids; the groups are dealt to updates over all ranks as one process deals them,
+        each update's loss is normalised by its global token (trajectory) count and DDP sums the
+        ranks' gradients (its mean x N), so an update is the single-process update."""
+        dist = self.dist
         kept = [(i, t, a) for i, (t, a) in enumerate(zip(trajectories, advantages)) if a is not None]
         samples = [s for s in turn_samples([t for _, t, _ in kept], [a for _, _, a in kept], self.tokenizer)
                    if any(s.policy_mask)]
-        if not samples:
+        group_of = [groups[i] if groups is not None else i for i, _, _ in kept]
+        sizes: dict = {}
+        for s in samples:
+            sizes[group_of[s.trajectory]] = sizes.get(group_of[s.trajectory], 0) + 1
+        if dist.enabled:  # the global groups, in global order (a group lives on one rank)
+            merged = {}
+            for part in dist.gather(sizes):
+                merged.update(part)
+            sizes = dict(sorted(merged.items()))
+        if not sizes:
             return dict(EMPTY)
         cfg, pad = self.cfg, self.tokenizer.pad_token_id
-        group_of = [groups[i] if groups is not None else i for i, _, _ in kept]
-        parts = update_parts(samples, group_of, cfg.updates_per_epoch)
+        where = deal_groups(sizes, cfg.updates_per_epoch)
+        n_updates = max(where.values()) + 1
         micro, steps = [], []
-        for part in parts:
-            part = sorted(part, key=lambda s: len(s.input_ids))  # similar lengths per micro-batch: less padding
+        for k in range(n_updates):  # this rank's share of update k (possibly empty)
+            part = sorted([s for s in samples if where[group_of[s.trajectory]] == k], key=lambda s: len(s.input_ids))
             chunks = [part[i:i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
             steps.append(list(range(len(micro), len(micro) + len(chunks))))
             micro += chunks
-        batches = [collate(part, pad) for part in micro]
+        device = next(self.model.parameters()).device
+        batches = [{k: v.to(device) for k, v in collate(part, pad).items()} for part in micro]
         if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
             with torch.no_grad():
                 for batch in batches:
                     batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
         tokens = [int(b["policy_mask"].sum()) for b in batches]
-        n_steps = len(steps)
+        local = [[sum(tokens[i] for i in step), len({s.trajectory for i in step for s in micro[i]})] for step in steps]
+        totals = _sum_rows(dist, local)  # per update: policy tokens and trajectories over all ranks
         logs = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0}
         ref = self.reference()
         self.model.train()
         updates = 0
+        scale = float(dist.world)  # DDP averages the ranks' gradients; the loss is a sum over ranks
         for _ in range(cfg.ppo_epochs):
-            for step in steps:
+            for k, step in enumerate(steps):
                 self.optimizer.zero_grad()
-                total = sum(tokens[i] for i in step)
-                weights = traj_weights([micro[i] for i in step]) if cfg.agg == "traj-mean" else None
+                total, n_trajs = totals[k]
+                weights = traj_weights([micro[i] for i in step], n_trajs) if cfg.agg == "traj-mean" else None
+                if not step:  # no sample of this update here: a zero-weight pass keeps the ranks' all-reduce in step
+                    self._idle_backward(scale)
                 for j, i in enumerate(step):
                     batch = batches[i]
-                    lp = token_logprobs(self.model, batch, batch["policy_mask"])
-                    ref_lp = None
-                    if ref is not None:
-                        with torch.no_grad():
-                            ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
-                    loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
-                                          clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, agg=cfg.agg,
-                                          ref_logprobs=ref_lp, kl_coef=cfg.kl_coef,
-                                          weights=None if weights is None else weights[j])
-                    # token-mean over the update's mini-batch; traj-mean's weights already normalise the sum
-                    weight = 1.0 if weights is not None else tokens[i] / total
-                    (loss * weight).backward()
-                    share = weight / (n_steps * cfg.ppo_epochs)  # logs: the mean over all updates
-                    logs["loss"] += float(loss.detach()) * share
-                    logs["clip_ratio"] += m["clip_ratio"] * share
-                    logs["approx_kl_old"] += m["approx_kl_old"] * share
-                    logs["kl"] += m.get("kl", 0.0) * share
-                torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
+                    sync = j == len(step) - 1
+                    with (contextlib.nullcontext() if sync else dist.no_sync(self.forward_model)):
+                        lp = self.forward_logprobs(batch, batch["policy_mask"])
+                        ref_lp = None
+                        if ref is not None:
+                            with torch.no_grad():
+                                ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
+                        loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
+                                              clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, agg=cfg.agg,
+                                              ref_logprobs=ref_lp, kl_coef=cfg.kl_coef,
+                                              weights=None if weights is None else weights[j])
+                        # token-mean over the update's mini-batch; traj-mean's weights already normalise the sum
+                        token_share = tokens[i] / total
+                        weight = 1.0 if weights is not None else token_share
+                        (loss * (weight * scale)).backward()
+                    per_update = 1.0 / (n_updates * cfg.ppo_epochs)  # logs: the mean over all updates
+                    logs["loss"] += float(loss.detach()) * weight * per_update
+                    logs["kl"] += m.get("kl", 0.0) * weight * per_update
+                    logs["clip_ratio"] += m["clip_ratio"] * token_share * per_update  # token means: by token share
+                    logs["approx_kl_old"] += m["approx_kl_old"] * token_share * per_update
+                dist.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
                 self.optimizer.step()
                 updates += 1
         self.model.eval()
         logs["samples"] = len(samples)
+        if dist.enabled:  # each rank holds its share of every sum
+            logs = {k: sum(r[k] for r in dist.gather(logs)) for k in logs}
         logs["updates"] = updates
         return logs
+
+    def _idle_backward(self, scale: float) -> None:
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        device = next(self.model.parameters()).device
+        ids = torch.tensor([[pad, pad]], device=device)
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        mask = torch.tensor([[0, 1]], device=device)
+        (self.forward_logprobs(batch, mask).sum() * 0.0 * scale).backward()
+
+
+def _sum_rows(dist, rows: list[list[int]]) -> list[list[int]]:
+    """Element-wise sum of every rank's ``rows`` (the same shape on every rank)."""
+    if not dist.enabled:
+        return rows
+    gathered = dist.gather(rows)
+    return [[sum(r[k][j] for r in gathered) for j in range(len(rows[k]))] for k in range(len(rows))]
+
+
+class LogprobModule(torch.nn.Module):
+    """``token_logprobs`` as a module's forward, so DDP / FSDP wrap the fast masked path."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, mask):
+        return token_logprobs(self.model, {"input_ids": input_ids, "attention_mask": attention_mask}, mask)
+
+
+def deal_groups(sizes: dict, n: int) -> dict:
+    """group -> update index: at most ``n`` updates (never more than groups), groups (in ``sizes``'
+    order) dealt to the update with the fewest samples so far."""
+    n = max(1, min(n, len(sizes)))
+    load, where = [0] * n, {}
+    for g, size in sizes.items():
+        k = load.index(min(load))
+        where[g] = k
+        load[k] += size
+    return where
 
 
 def update_parts(samples: list, group_of: list, n: int) -> list[list]:
@@ -113,23 +191,18 @@ def update_parts(samples: list, group_of: list, n: int) -> list[list]:
     for s in samples:
         g = group_of[s.trajectory]
         sizes[g] = sizes.get(g, 0) + 1
-    n = max(1, min(n, len(sizes)))
-    load, where = [0] * n, {}
-    for g, size in sizes.items():
-        k = load.index(min(load))
-        where[g] = k
-        load[k] += size
-    parts = [[s for s in samples if where[group_of[s.trajectory]] == k] for k in range(n)]
+    where = deal_groups(sizes, n)
+    parts = [[s for s in samples if where[group_of[s.trajectory]] == k] for k in range(max(where.values(), default=-1) + 1)]
     return [p for p in parts if p]
 
 
-def traj_weights(parts: list[list]) -> list[torch.Tensor]:
+def traj_weights(parts: list[list], n_trajectories: int | None = None) -> list[torch.Tensor]:
     """Per sample of each micro-batch of one update: 1 / (the policy tokens its trajectory has in the
     update x the trajectories in the update), so the summed loss is GRPO's mean over trajectories of
-    each trajectory's token mean."""
+    each trajectory's token mean. ``n_trajectories``: the update's count over all ranks (default: these)."""
     tokens: dict[int, int] = {}
     for part in parts:
         for s in part:
             tokens[s.trajectory] = tokens.get(s.trajectory, 0) + sum(s.policy_mask)
-    n = len(tokens)
+    n = n_trajectories or len(tokens)
     return [torch.tensor([1.0 / (max(tokens[s.trajectory], 1) * n) for s in part]) for part in parts]

@@ -66,9 +66,12 @@ def lr_factor(step: int, steps: int, schedule: str) -> float:
 
 
 def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float, pad_id: int,
-              rng: random.Random, schedule: str = "constant", progress: bool = False) -> list[float]:
+              rng: random.Random, schedule: str = "constant", progress: bool = False, forward=None) -> list[float]:
     """``steps`` AdamW steps on random mini-batches of ``examples``; returns the losses. ``progress``:
-    one tqdm bar with the running loss."""
+    one tqdm bar with the running loss. ``forward(batch, mask)``: the log-probs with gradient (default
+    ``token_logprobs(model, ...)``; the trainer passes its DDP wrapper's when data-parallel)."""
+    device = next(model.parameters()).device
+    forward = forward or (lambda batch, mask: token_logprobs(model, batch, mask))
     from tqdm import tqdm
 
     opt = torch.optim.AdamW(params, lr=lr)
@@ -87,7 +90,8 @@ def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float
             ids[row, :len(seq)] = torch.tensor(seq)
             targets[row, len(p):len(seq)] = True
             attn[row, :len(seq)] = 1
-        lp = token_logprobs(model, {"input_ids": ids, "attention_mask": attn}, targets)
+        ids, targets, attn = ids.to(device), targets.to(device), attn.to(device)
+        lp = forward({"input_ids": ids, "attention_mask": attn}, targets)
         loss = -(lp * targets).sum() / targets.sum()  # the same mean NLL as the HF loss, LM head on targets only
         opt.zero_grad()
         loss.backward()

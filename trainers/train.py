@@ -2,6 +2,7 @@
 
     python -m trainers.train --config configs/train/searchqa_tiny_grpo.yaml method=prover iterations=20
     python -m trainers.train --config ... --resume          # continue exactly from the last checkpoint
+    torchrun --standalone --nproc_per_node 2 -m trainers.train --config ...   # data-parallel (trainers/distributed.py)
 
 Same loop for every method; only the advantages differ (the registry in trainers/advantages.py):
 - ``grpo`` / ``dr_grpo``: group-normalised (or centred) outcome advantage on every policy token;
@@ -52,6 +53,7 @@ METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx
            "policy/failures", "time/rollout_generate", "time/rollout_env", "time/credit", "time/credit_generate",
            "time/credit_env", "time/learn", "rollout_digest", "seconds")
 TASK_GROUP_KEYS = ("task_type", "data_source")
+RANK_SEED_STRIDE = 1_000_003  # rank r samples with seed + r * this (rank 0: the single-process stream)
 
 
 class Trainer:
@@ -67,20 +69,28 @@ class Trainer:
         from trainers.credit import CreditAssigner, make_estimator_factory
         from trainers.learner import Learner
 
+        from trainers.distributed import Dist
+        from trainers.learner import LogprobModule
+
         self.cfg = cfg
+        self.dist = Dist()  # one process, or this rank of a torchrun / accelerate launch (trainers/distributed.py)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = self.out / "checkpoint"
         self.iteration = 0
-        resuming = resume and checkpoint.has_checkpoint(self.out)
+        resuming = self.dist.broadcast(resume and checkpoint.has_checkpoint(self.out))
         model_path = str(self.ckpt / "model") if resuming else (cfg.model_path or str(tiny_model_dir()))
         checkpoint.seed_all(cfg.seed)
-        # the learner's model; with LoRA a peft model (a resumed checkpoint holds the adapter only)
-        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed,
-                                 trainable=True)
+        # the learner's model; with LoRA a peft model (a resumed checkpoint holds the adapter only). Each
+        # rank samples with its own stream (seed + rank); the model and the task draws are the same on all
+        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature,
+                                 seed=cfg.seed + RANK_SEED_STRIDE * self.dist.rank, trainable=True,
+                                 device=str(self.dist.device))
         if cfg.lora and not _is_peft(self.backend.model):
             self.backend.model = _with_lora(self.backend.model, cfg.lora)
         self.model = self.backend.model
+        # data-parallel: the learner's forward runs through DDP (or FSDP) around the log-prob module
+        self.forward_model = self.dist.prepare(LogprobModule(self.model)) if self.dist.enabled else None
         self.optimizer = make_optimizer(cfg, self._trainable())
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
         # generation: the learner's own model, or a separate engine (vLLM) fed the weights after each update
@@ -100,29 +110,43 @@ class Trainer:
         self.credit = CreditAssigner(cfg, self.judge, make_estimator_factory(
             self.env, lambda: self.policy, cfg.continuations, self.pool if cfg.batched_rollouts else None))
         self.learner = Learner(cfg, self.model, self.backend.tokenizer, self.optimizer, self.out, self.plain_model,
-                               self.recompute_logprobs)
+                               self.recompute_logprobs, dist=self.dist, forward_model=self.forward_model)
         if resuming:
             self._load()
-            checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.iteration)
+            if self.dist.is_main:
+                checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.iteration)
             self.sync_generator()
-        elif resume:
+        elif resume and self.dist.is_main:
             print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
-        (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+        if self.dist.is_main:
+            (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+        self.dist.barrier()
 
     # ---- checkpoints ------------------------------------------------------------------------
     def save(self) -> None:
-        checkpoint.save(self.out, self.model, self.backend.tokenizer, self.optimizer,
-                        {"iteration": self.iteration, "python_rng": checkpoint.encode_python_rng(self.rng),
-                         "backend_calls": self.generator._calls})
+        """Rank 0 writes the checkpoint (the model and optimizer are the same on every rank), with
+        every rank's own RNG states and generation counter under ``ranks``."""
+        ranks = self.dist.gather(checkpoint.rng_state(self.generator._calls)) if self.dist.enabled else None
+        if self.dist.is_main:
+            checkpoint.save(self.out, self.model, self.backend.tokenizer, self.optimizer,
+                            {"iteration": self.iteration, "python_rng": checkpoint.encode_python_rng(self.rng),
+                             "backend_calls": self.generator._calls, **({"ranks": ranks} if ranks else {})})
+        self.dist.barrier()  # no rank runs ahead of a checkpoint that is not written yet
 
     def _load(self) -> None:
         state = checkpoint.load(self.ckpt, self.optimizer)
         self.iteration = state["iteration"]
         checkpoint.decode_python_rng(self.rng, state["python_rng"])
         self.generator._calls = state["backend_calls"]
+        if self.dist.enabled or "ranks" in state:
+            ranks = state.get("ranks") or []
+            if len(ranks) != self.dist.world:
+                raise ValueError(f"{self.ckpt} was written by {len(ranks) or 1} process(es); resume it with as many "
+                                 f"(this launch has {self.dist.world})")
+            self.generator._calls = checkpoint.set_rng_state(ranks[self.dist.rank])
 
     def _trainable(self) -> list:
-        return [p for p in self.model.parameters() if p.requires_grad]
+        return [p for p in (self.forward_model or self.model).parameters() if p.requires_grad]
 
     def plain_model(self):
         """The policy as an ordinary transformers model (LoRA merged into a copy; else the model itself)."""
@@ -158,10 +182,15 @@ class Trainer:
                                    cfg.sft_demonstrator)
         covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
         train_tasks = len(self.env.unwrapped.task_ids())
+        # data-parallel: every rank runs the same SFT batches through DDP (replicated, not sharded: a
+        # short warm start), so the ranks stay identical
         losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
                            lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng,
-                           schedule=cfg.sft_schedule, progress=cfg.progress)
+                           schedule=cfg.sft_schedule, progress=cfg.progress and self.dist.is_main,
+                           forward=self.learner.forward_logprobs)
         self.sync_generator()
+        if not self.dist.is_main:
+            return losses
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
             # coverage: RL samples every task of the split, so SFT should have seen them all (sft_episodes=null)
             fh.write(json.dumps({"examples": len(examples), "tasks_covered": covered, "train_tasks": train_tasks,
@@ -176,6 +205,9 @@ class Trainer:
 
         task_ids = self.env.unwrapped.task_ids()
         tasks = self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids)))
+        # data-parallel: every rank draws the same tasks and rolls out its share of the groups
+        self.group_ids = self.dist.shard(list(range(len(tasks))))
+        tasks = [tasks[k] for k in self.group_ids]
         g = self.cfg.group_size
         if self.cfg.batched_rollouts:  # every episode of the iteration in lock-step: one generation batch per turn
             from agents.rollout import rollout_batch
@@ -218,7 +250,7 @@ class Trainer:
         trajectories = [t for g in groups for t in g]
         advantages, credit = self.advantages(groups)
         p2, t2 = dict(PROFILE), time.time()
-        logs = self.learn(trajectories, advantages, [k for k, g in enumerate(groups) for _ in g])
+        logs = self.learn(trajectories, advantages, [self.group_ids[k] for k, g in enumerate(groups) for _ in g])
         t3 = time.time()
 
         def spent(a, b, key):
@@ -232,23 +264,38 @@ class Trainer:
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
+        outcomes = [(t.total_reward, t.won, _task_group(t)) for t in trajectories]
+        policy_failures = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
+        if self.dist.enabled:  # the iteration over all ranks (times: the slowest rank's)
+            parts = self.dist.gather((outcomes, steps, tokens, digest, credit, policy_failures, timing))
+            outcomes = [o for p in parts for o in p[0]]
+            steps, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
+            digest = hashlib.sha256(json.dumps([p[3] for p in parts]).encode()).hexdigest()[:16]
+            credit = merge_credit([p[4] for p in parts])
+            policy_failures = sum(p[5] for p in parts)
+            timing = {k: max(p[6][k] for p in parts) for k in timing}
         probe, t4 = dict(start_probe), time.time()
         self.iteration += 1
         if self.cfg.probe_kwargs and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
             probe["probe/success"] = self.probe()
         if probe:
             timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before t0)
-        row = {"iteration": self.iteration, **probe, "reward": sum(t.total_reward for t in trajectories) / len(trajectories),
-               "success": sum(t.won for t in trajectories) / len(trajectories), **logs,
+        row = {"iteration": self.iteration, **probe, "reward": sum(o[0] for o in outcomes) / len(outcomes),
+               "success": sum(o[1] for o in outcomes) / len(outcomes), **logs,
                "env_steps": steps, "tokens": tokens, **credit.metrics(),
                "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
                "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
-               **success_by_group(trajectories),
+               **success_by_group(outcomes),
                **timing, "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
-        row.update({f"judge/{k}": v for k, v in (getattr(self.judge, "stats", None) or {}).items()})
-        row["policy/failures"] = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
+        judge_stats = getattr(self.judge, "stats", None) or {}
+        if self.dist.enabled:
+            judge_stats = {k: sum(s.get(k, 0) for s in self.dist.gather(judge_stats)) for k in judge_stats}
+        row.update({f"judge/{k}": v for k, v in judge_stats.items()})
+        row["policy/failures"] = policy_failures
+        if not self.dist.is_main:
+            return row
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         for sink in self.sinks():
@@ -264,12 +311,14 @@ class Trainer:
         from prover_gym import EnvPool
 
         cfg = self.cfg
-        if getattr(self, "_probe_pool", None) is None:
-            self._probe_ids = split_task_ids(cfg.env_id, cfg.probe_kwargs, cfg.probe_tasks)
-            self._probe_pool = EnvPool(cfg.env_id, min(50, len(self._probe_ids)), backend="sync", **cfg.probe_kwargs)
+        if getattr(self, "_probe_pool", None) is None:  # data-parallel: each rank plays its share of the tasks
+            self._probe_ids = self.dist.shard(split_task_ids(cfg.env_id, cfg.probe_kwargs, cfg.probe_tasks))
+            self._probe_pool = EnvPool(cfg.env_id, max(1, min(50, len(self._probe_ids))), backend="sync",
+                                       **cfg.probe_kwargs)
         with self.greedy():
             trajs = play_tasks(cfg.env_id, cfg.probe_kwargs, self.policy, self._probe_ids, pool=self._probe_pool)
-        return sum(t.won for t in trajs) / max(1, len(trajs))
+        won, played = (sum(x) for x in zip(*self.dist.gather((sum(t.won for t in trajs), len(trajs)))))
+        return won / max(1, played)
 
     @contextlib.contextmanager
     def greedy(self):
@@ -289,13 +338,13 @@ class Trainer:
         """SFT (when configured and not yet done), then iterations up to ``cfg.iterations``, saving a
         checkpoint every ``checkpoint_every``; ``desc`` labels the progress bar."""
         rows = []
-        if self.iteration == 0 and self.cfg.sft_steps > 0 and not checkpoint.has_checkpoint(self.out):
+        if self.iteration == 0 and self.cfg.sft_steps > 0 and not self.dist.broadcast(checkpoint.has_checkpoint(self.out)):
             self.sft()
             self.save()  # iteration 0: a resume (or iterations=0, SFT only) keeps the SFT model
         from tqdm import tqdm
 
         bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=desc or self.cfg.method, unit="it",
-                   disable=not self.cfg.progress or None, leave=False)
+                   disable=not (self.cfg.progress and self.dist.is_main) or None, leave=False)
         while self.iteration < self.cfg.iterations:
             rows.append(self.step())
             if self.iteration % self.cfg.checkpoint_every == 0 or self.iteration == self.cfg.iterations:
@@ -314,16 +363,34 @@ class Trainer:
                 setattr(self, name, None)
 
 
-def success_by_group(trajectories) -> dict:
-    """``success/<task type or data source>`` over the iteration's episodes, where the env reports one."""
+def _task_group(t) -> str | None:
+    """The task type (ALFWorld) or data source (Search-QA) of a trajectory, where the env reports one."""
+    info = t.turns[0].info if t.turns else {}
+    return next((str(info[key]) for key in TASK_GROUP_KEYS if info.get(key)), None)
+
+
+def success_by_group(outcomes) -> dict:
+    """``success/<task type or data source>`` over the iteration's episodes: ``outcomes`` are
+    trajectories or (reward, won, group) triples."""
     totals: dict[str, list[int]] = {}
-    for t in trajectories:
-        info = t.turns[0].info if t.turns else {}
-        for key in TASK_GROUP_KEYS:
-            if info.get(key):
-                totals.setdefault(f"success/{info[key]}", []).append(int(t.won))
-                break
+    for o in outcomes:
+        won, group = (o[1], o[2]) if isinstance(o, tuple) else (o.won, _task_group(o))
+        if group:
+            totals.setdefault(f"success/{group}", []).append(int(won))
     return {k: sum(v) / len(v) for k, v in sorted(totals.items())}
+
+
+def merge_credit(stats: list):
+    """One ``CreditStats`` from the ranks' (counts add up, per-segment lists concatenate in rank order)."""
+    import dataclasses
+
+    from trainers.credit import CreditStats
+
+    out = CreditStats()
+    for st in stats:
+        for f in dataclasses.fields(CreditStats):
+            setattr(out, f.name, getattr(out, f.name) + getattr(st, f.name))
+    return out
 
 
 def _is_peft(model) -> bool:
@@ -350,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config, args.overrides)
     trainer = Trainer(cfg, resume=args.resume)
     for row in trainer.run():
-        print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/proposed_segments",
+        if trainer.dist.is_main:
+            print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/proposed_segments",
                                           "prover/verified_segments", "prover/credited_segments")}), flush=True)
     return 0
 
