@@ -33,6 +33,23 @@ def make_searchqa(bundled_dir):
         env.close()
 
 
+def wait_for_http(proc, url: str, timeout: float = 120.0) -> None:
+    """Poll ``url`` until it answers 200; fail with the server's output if ``proc`` dies or time runs out."""
+    import pytest
+    import requests
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if requests.get(url, timeout=1).ok:
+                return
+        except requests.ConnectionError:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:] if proc.stdout else "server exited"
+    proc.kill()
+    pytest.fail(f"server at {url} did not answer within {timeout:.0f} s")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -126,7 +125,7 @@ def test_dense_errors_name_the_fix(dense_dir, tmp_path, monkeypatch):
 def test_server_with_dense_retrieval(dense_dir):
     from prover_gym.searchqa.dense import DenseRetriever
     from prover_gym.searchqa.retrievers import HTTPRetriever
-    from tests.conftest import free_port
+    from conftest import free_port, wait_for_http
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "prover_gym.searchqa.serve", "--port", str(port), "--retriever",
@@ -134,16 +133,7 @@ def test_server_with_dense_retrieval(dense_dir):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if requests.get(url + "/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.2)
-            assert proc.poll() is None, proc.stdout.read().decode()
-        else:
-            pytest.fail("retrieval server did not start")
+        wait_for_http(proc, url + "/health")
         assert requests.get(url + "/health", timeout=5).json()["retriever"].startswith("dense:")
         queries = ["largest city parliament sea", "sovereign state"]
         remote = HTTPRetriever(url).search(queries, 3)

@@ -13,7 +13,7 @@ import gymnasium as gym
 import pytest
 import requests
 
-from conftest import free_port, loopback_server
+from conftest import free_port, loopback_server, wait_for_http
 from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl
 from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, RetrieverError, RetrieverUnavailable
@@ -84,17 +84,7 @@ def server(bundled_dir):
     proc = subprocess.Popen([sys.executable, "-m", "prover_gym.searchqa.serve", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if requests.get(url + "/health", timeout=1).ok:
-                break
-        except requests.ConnectionError:
-            time.sleep(0.2)
-        assert proc.poll() is None, proc.stdout.read().decode()
-    else:
-        proc.kill()
-        pytest.fail("retrieval server did not start")
+    wait_for_http(proc, url + "/health")
     yield url
     proc.terminate()
     proc.wait(10)

@@ -148,6 +148,22 @@ def test_a_separate_rollout_engine_gets_the_learners_weights_and_the_same_result
     assert all(torch.equal(v, learner[k]) for k, v in engine.generator.model.state_dict().items())
 
 
+def test_lora_weights_stream_to_the_engine_without_a_model_copy(tmp_path, bundled_dir):
+    """policy_weights: a LoRA policy's weights as plain HF names, base + delta per adapted layer (no
+    deep copy of the model); the separate engine fed them scores sampled tokens as the learner does."""
+    lora = ["lora={r: 4, alpha: 8, target_modules: [q_proj, v_proj]}"]
+    trainer = Trainer(load_config(None, SMALL + lora + ["iterations=1", "sft_steps=3", "sft_episodes=1",
+                                                         "rollout_engine={kind: hf}", f"out_dir={tmp_path}"]))
+    rows = trainer.run()
+    streamed = dict(trainer.policy_weights())
+    merged = trainer.plain_model().state_dict()  # the deep-copy merge, as the reference
+    assert streamed.keys() == merged.keys()
+    assert max(float((streamed[k] - merged[k]).abs().max()) for k in merged) < 1e-6
+    assert any(not torch.equal(streamed[k], trainer.model.get_base_model().state_dict()[k.replace("q_proj.", "q_proj.base_layer.")])
+               for k in streamed if "q_proj.weight" in k)  # the adapters moved the merged weights
+    assert rows[-1]["rollout_logprob_gap_max"] < 1e-4  # the engine's log-probs are the learner's
+
+
 def test_recomputed_logprobs_match_the_samplers(tmp_path, bundled_dir):
     """The learner's recomputed old log-probs equal what the HF sampler reported (temperature 1), so
     recompute_logprobs only matters where the generation engine's numerics differ (vLLM)."""

@@ -93,10 +93,15 @@ class Learner:
             micro += chunks
         device = next(self.model.parameters()).device
         batches = [{k: v.to(device) for k, v in collate(part, pad).items()} for part in micro]
+        gap = [0.0, 0, 0.0]  # |sampler's - learner's log-prob| over sampled tokens: sum, count, max
         if self.recompute_logprobs:  # the learner's own numbers for the sampled tokens, before any update
             with torch.no_grad():
                 for batch in batches:
-                    batch["old_logprobs"] = token_logprobs(self.model, batch, batch["policy_mask"]) * batch["policy_mask"]
+                    mask = batch["policy_mask"]
+                    ours = token_logprobs(self.model, batch, mask) * mask
+                    diff = (ours - batch["old_logprobs"]).abs() * mask  # a separate engine's weights checked
+                    gap = [gap[0] + float(diff.sum()), gap[1] + int(mask.sum()), max(gap[2], float(diff.max()))]
+                    batch["old_logprobs"] = ours
         tokens = [int(b["policy_mask"].sum()) for b in batches]
         local = [[sum(tokens[i] for i in step), len({s.trajectory for i in step for s in micro[i]})] for step in steps]
         totals = _sum_rows(dist, local)  # per update: policy tokens and trajectories over all ranks
@@ -141,7 +146,12 @@ class Learner:
         logs["samples"] = len(samples)
         if dist.enabled:  # each rank holds its share of every sum
             logs = {k: sum(r[k] for r in dist.gather(logs)) for k in logs}
+            gaps = dist.gather(gap)
+            gap = [sum(g[0] for g in gaps), sum(g[1] for g in gaps), max(g[2] for g in gaps)]
         logs["updates"] = updates
+        if self.recompute_logprobs:  # how far the generating engine's log-probs are from the learner's
+            logs["rollout_logprob_gap"] = gap[0] / max(gap[1], 1)
+            logs["rollout_logprob_gap_max"] = gap[2]
         return logs
 
     def _idle_backward(self, scale: float) -> None:

@@ -50,6 +50,7 @@ METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx
            "prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
            "prover/positive_segments", "prover/mean_segment_advantage", "prover/segment_advantages",
            "prover/credited_tokens", "prover/extra_tokens_ratio", "prover/extra_env_steps_ratio",
+           "rollout_logprob_gap", "rollout_logprob_gap_max",
            "policy/failures", "time/rollout_generate", "time/rollout_env", "time/credit", "time/credit_generate",
            "time/credit_env", "time/learn", "rollout_digest", "seconds")
 TASK_GROUP_KEYS = ("task_type", "data_source")
@@ -165,7 +166,28 @@ class Trainer:
     def sync_generator(self) -> None:
         """After an update: the separate generation engine gets the learner's weights (in memory)."""
         if self.generator is not self.backend:
-            self.generator.load_weights(self.plain_model().state_dict().items())
+            self.generator.load_weights(self.policy_weights())
+
+    def policy_weights(self):
+        """(HF name, tensor) of the policy as a plain model, streamed: with LoRA each adapted layer's
+        weight is base + its adapter's delta, computed one layer at a time (no copy of the model)."""
+        if not _is_peft(self.model):
+            yield from self.model.state_dict().items()
+            return
+        prefix, adapter = "base_model.model.", self.model.active_adapter
+        for name, tensor in self.model.state_dict().items():
+            if ".lora_" in name:
+                continue
+            plain = name[len(prefix):] if name.startswith(prefix) else name
+            if ".base_layer." in name:
+                module_name, _, kind = name.rpartition(".base_layer.")
+                plain = plain.replace(".base_layer.", ".")
+                if kind == "weight":
+                    module = self.model.get_submodule(module_name)
+                    if adapter in getattr(module, "lora_A", {}):
+                        with torch.no_grad():
+                            tensor = tensor + module.get_delta_weight(adapter).to(tensor.dtype)
+            yield plain, tensor
 
     @property
     def recompute_logprobs(self) -> bool:

