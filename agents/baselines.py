@@ -32,8 +32,9 @@ class ExpertPolicy:
         return PolicyOutput(action or INVALID_ACTION, action or INVALID_ACTION, action is not None)
 
     def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
-        return [PolicyOutput(a or INVALID_ACTION, a or INVALID_ACTION, a is not None)
-                for a in pool.expert_actions(indices)]
+        return [
+            PolicyOutput(a or INVALID_ACTION, a or INVALID_ACTION, a is not None) for a in pool.expert_actions(indices)
+        ]
 
 
 class HastyExpert(ExpertPolicy):
@@ -53,8 +54,10 @@ class HastyExpert(ExpertPolicy):
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
         hasty = getattr(env.unwrapped, "hasty_action", None)
         if hasty is None:
-            raise ValueError(f"{env.unwrapped.spec.id if env.unwrapped.spec else env!r} has no hasty_action(); "
-                             "a hasty demonstrator needs one (WebShop and ALFWorld have it)")
+            raise ValueError(
+                f"{env.unwrapped.spec.id if env.unwrapped.spec else env!r} has no hasty_action(); "
+                "a hasty demonstrator needs one (WebShop and ALFWorld have it)"
+            )
         action = hasty()
         if action is not None and self.rng.random() < self.p:
             return PolicyOutput(action, action, True)
@@ -87,13 +90,17 @@ class RandomPolicy:
         if admissible:
             action = self.rng.choice(admissible)
             if action == "search[<query>]":  # WebShop's search bar: words of the instruction
-                action = "search[" + " ".join(self.rng.sample(task_words, min(len(task_words), self.rng.randint(2, 5)))) + "]"
+                action = (
+                    "search["
+                    + " ".join(self.rng.sample(task_words, min(len(task_words), self.rng.randint(2, 5))))
+                    + "]"
+                )
             return action
         seen = _WORD.findall(observation) or task_words or ["nothing"]
         if self.rng.random() < 0.6 and task_words:
             return "search[" + " ".join(self.rng.sample(task_words, min(len(task_words), self.rng.randint(1, 4)))) + "]"
         start = self.rng.randrange(len(seen))
-        return "answer[" + " ".join(seen[start:start + self.rng.randint(1, 3)]) + "]"
+        return "answer[" + " ".join(seen[start : start + self.rng.randint(1, 3)]) + "]"
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
         action = self.choose(observation, info)

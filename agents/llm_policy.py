@@ -19,8 +19,9 @@ from agents.trajectory import Turn
 
 
 class LLMPolicy:
-    def __init__(self, backend, fmt=None, *, env_id: str | None = None, max_consecutive_failures: int = 5,
-                 **generation):
+    def __init__(
+        self, backend, fmt=None, *, env_id: str | None = None, max_consecutive_failures: int = 5, **generation
+    ):
         if fmt is None:
             if env_id is None:
                 raise ValueError("LLMPolicy needs a format or the env_id whose default format to use")
@@ -33,8 +34,10 @@ class LLMPolicy:
 
     def _request(self, observation: str, info: dict, history: list[Turn]) -> tuple[list[dict], str]:
         if isinstance(self.format, SearchR1Format):
-            pairs = [(t.text, history[i + 1].observation if i + 1 < len(history) else observation)
-                     for i, t in enumerate(history)]
+            pairs = [
+                (t.text, history[i + 1].observation if i + 1 < len(history) else observation)
+                for i, t in enumerate(history)
+            ]
             return self.format.messages(info.get("task", observation), pairs)
         pairs = [(t.observation, t.action) for t in history]
         return self.format.messages(info.get("task", ""), pairs, observation, info.get("admissible_actions")), ""
@@ -58,8 +61,10 @@ class LLMPolicy:
             self.last_error = str(failed[0])
         self._failing_calls = self._failing_calls + 1 if len(failed) == len(completions) else 0
         if self._failing_calls >= self.max_consecutive_failures:
-            raise BackendUnavailable(f"policy backend failed on every request of {self._failing_calls} calls in a row "
-                                     f"(last: {self.last_error})")
+            raise BackendUnavailable(
+                f"policy backend failed on every request of {self._failing_calls} calls in a row "
+                f"(last: {self.last_error})"
+            )
         outs = []
         for c in completions:
             if isinstance(c, BaseException):
@@ -67,8 +72,17 @@ class LLMPolicy:
                 continue
             parsed = self.format.parse(c.text)
             n = len(c.token_ids) if c.token_ids is not None else 0
-            outs.append(PolicyOutput(parsed.text or c.text, parsed.action, parsed.valid, c.token_ids, c.logprobs,
-                                     [1] * n if c.token_ids is not None else None, c.prompt_token_ids))
+            outs.append(
+                PolicyOutput(
+                    parsed.text or c.text,
+                    parsed.action,
+                    parsed.valid,
+                    c.token_ids,
+                    c.logprobs,
+                    [1] * n if c.token_ids is not None else None,
+                    c.prompt_token_ids,
+                )
+            )
         return outs
 
     def act(self, env, observation: str, info: dict, history: list[Turn] | None = None) -> PolicyOutput:

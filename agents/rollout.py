@@ -27,15 +27,30 @@ def _play(env, policy, obs: str, info: dict, traj: Trajectory, past: list[Turn])
         snap = snapshot(env)
         out = policy.act(env, obs, info, past + traj.turns)
         next_obs, reward, terminated, truncated, next_info = env.step(out.action)
-        traj.turns.append(Turn(obs, out.text, out.action, float(reward), snap, out.valid, next_info,
-                               out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
+        traj.turns.append(
+            Turn(
+                obs,
+                out.text,
+                out.action,
+                float(reward),
+                snap,
+                out.valid,
+                next_info,
+                out.token_ids,
+                out.logprobs,
+                out.policy_mask,
+                out.prompt_token_ids,
+            )
+        )
         obs, info = next_obs, next_info
         if terminated or truncated:
             traj.won, traj.terminated, traj.truncated = bool(info.get("won")), terminated, truncated
             return traj
 
 
-def rollout_from(env, snap, policy, history: list[Turn] | None = None, *, task_id: str = "", task: str = "") -> Trajectory:
+def rollout_from(
+    env, snap, policy, history: list[Turn] | None = None, *, task_id: str = "", task: str = ""
+) -> Trajectory:
     """Continue from ``snap`` (restored into ``env``) until the episode ends. ``history`` (the turns
     that led there) is shown to the policy but not included in the returned trajectory."""
     from prover_gym import restore
@@ -89,15 +104,33 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
         snaps = pool.snapshot(envs)
         t_gen = time.perf_counter()
         PROFILE["env"] += t_gen - t_env
-        outs = policy.act_batch(pool, envs, [obs[k] for k in active], [infos[k] for k in active],
-                                [pasts[k] + trajs[k].turns for k in active])
+        outs = policy.act_batch(
+            pool,
+            envs,
+            [obs[k] for k in active],
+            [infos[k] for k in active],
+            [pasts[k] + trajs[k].turns for k in active],
+        )
         t_env = time.perf_counter()
         PROFILE["generate"] += t_env - t_gen
         results = pool.step([o.action for o in outs], envs)
         still = []
         for k, snap, out, (o, r, term, trunc, info) in zip(active, snaps, outs, results):
-            trajs[k].turns.append(Turn(obs[k], out.text, out.action, float(r), snap, out.valid, info,
-                                       out.token_ids, out.logprobs, out.policy_mask, out.prompt_token_ids))
+            trajs[k].turns.append(
+                Turn(
+                    obs[k],
+                    out.text,
+                    out.action,
+                    float(r),
+                    snap,
+                    out.valid,
+                    info,
+                    out.token_ids,
+                    out.logprobs,
+                    out.policy_mask,
+                    out.prompt_token_ids,
+                )
+            )
             obs[k], infos[k] = o, info
             if term or trunc:
                 trajs[k].won, trajs[k].terminated, trajs[k].truncated = bool(info.get("won")), term, trunc
@@ -108,8 +141,9 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
     return trajs
 
 
-def play_tasks(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int = 50,
-               progress=None, pool=None) -> list[Trajectory]:
+def play_tasks(
+    env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int = 50, progress=None, pool=None
+) -> list[Trajectory]:
     """One episode of ``policy`` per task, ``batch`` envs at a time in lock-step through one sync
     ``EnvPool`` made once (making an env can cost more than its episode: ALFWorld ~0.1 s), or through
     ``pool`` when given (kept by the caller, so an env that plays the same task again keeps its game
@@ -127,7 +161,7 @@ def play_tasks(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, ba
 def _play_chunks(pool, policy, task_ids: list[str], batch: int, progress) -> list[Trajectory]:
     trajs: list[Trajectory] = []
     for first in range(0, len(task_ids), batch):
-        chunk = task_ids[first:first + batch]
+        chunk = task_ids[first : first + batch]
         trajs += rollout_batch(pool, policy, task_ids=chunk, indices=list(range(len(chunk))))
         if progress is not None:
             progress(len(chunk))

@@ -18,8 +18,16 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-DEFAULT_CONFIG = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, head_dim=32, max_position_embeddings=8192, tie_word_embeddings=True)
+DEFAULT_CONFIG = dict(
+    hidden_size=128,
+    intermediate_size=384,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    max_position_embeddings=8192,
+    tie_word_embeddings=True,
+)
 
 
 def env_corpus(episodes_per_env: int = 60) -> list[str]:
@@ -61,15 +69,25 @@ def build_tiny_model(out_dir: Path, texts: list[str], *, vocab_size: int = 4096,
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     bpe.train_from_iterator(texts, trainer=trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  bos_token=None, unk_token=None)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
     tok.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=len(tok), bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"),
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **{**DEFAULT_CONFIG, **config})
+    cfg = Qwen3Config(
+        vocab_size=len(tok),
+        bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"),
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        **{**DEFAULT_CONFIG, **config},
+    )
     model = Qwen3ForCausalLM(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))

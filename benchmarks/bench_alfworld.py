@@ -72,10 +72,19 @@ def run_alfred_tw_env(root: Path, episodes, seed=0) -> dict:
     from alfworld.agents.environment.alfred_tw_env import AlfredTWEnv
 
     config = {
-        "env": {"goal_desc_human_anns_prob": 0, "task_types": [1, 2, 3, 4, 5, 6], "expert_type": "handcoded",
-                "domain_randomization": False},
-        "dataset": {"data_path": str(root), "eval_id_data_path": str(root), "eval_ood_data_path": str(root),
-                    "num_train_games": -1, "num_eval_games": -1},
+        "env": {
+            "goal_desc_human_anns_prob": 0,
+            "task_types": [1, 2, 3, 4, 5, 6],
+            "expert_type": "handcoded",
+            "domain_randomization": False,
+        },
+        "dataset": {
+            "data_path": str(root),
+            "eval_id_data_path": str(root),
+            "eval_ood_data_path": str(root),
+            "num_train_games": -1,
+            "num_eval_games": -1,
+        },
         "rl": {"training": {"max_nb_steps_per_episode": MAX_STEPS}},
         "general": {"training_method": "dagger"},
         "dagger": {"training": {"max_nb_steps_per_episode": MAX_STEPS}},
@@ -141,10 +150,15 @@ def restore_vs_replay(env, task_id, game: str, depths=(1, 10, 30), seed=0) -> di
         restore(fresh[0], pickle.loads(blob))
         portable_ms = (time.perf_counter() - t) * 1e3
         fresh[0].close()
-        out[d] = {"snapshot_ms": round(snap_ms, 3), "restore_ms": round(restore_ms, 3),
-                  "replay_ours_ms": round(replay_ours_ms, 1), "replay_stock_ms": round(replay_stock_ms, 1),
-                  "portable_restore_ms": round(portable_ms, 1), "snapshot_bytes": len(blob),
-                  "replay_stock_over_restore": round(replay_stock_ms / restore_ms, 1)}
+        out[d] = {
+            "snapshot_ms": round(snap_ms, 3),
+            "restore_ms": round(restore_ms, 3),
+            "replay_ours_ms": round(replay_ours_ms, 1),
+            "replay_stock_ms": round(replay_stock_ms, 1),
+            "portable_restore_ms": round(portable_ms, 1),
+            "snapshot_bytes": len(blob),
+            "replay_stock_over_restore": round(replay_stock_ms / restore_ms, 1),
+        }
         del s
     return out
 
@@ -186,10 +200,12 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(results, indent=1))
         print(f"wrote {args.json}")
     for name, row in results.items():
-        print(f"{name}: {row['ours']['steps_per_s']} steps/s vs stock stack {row['stock_stack']['steps_per_s']} "
-              f"({row['speedup_vs_stock_stack']}x) vs AlfredTWEnv {row['alfred_tw_env']['steps_per_s']} "
-              f"({row['speedup_vs_alfred_tw_env']}x); restore at depth 30: "
-              f"{statistics.fmean([v['restore_ms'] for v in row['restore_vs_replay'].values()]):.2f} ms mean")
+        print(
+            f"{name}: {row['ours']['steps_per_s']} steps/s vs stock stack {row['stock_stack']['steps_per_s']} "
+            f"({row['speedup_vs_stock_stack']}x) vs AlfredTWEnv {row['alfred_tw_env']['steps_per_s']} "
+            f"({row['speedup_vs_alfred_tw_env']}x); restore at depth 30: "
+            f"{statistics.fmean([v['restore_ms'] for v in row['restore_vs_replay'].values()]):.2f} ms mean"
+        )
 
 
 if __name__ == "__main__":

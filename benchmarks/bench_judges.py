@@ -29,8 +29,14 @@ from judges.evaluate import NoisyExpert, precision_against_oracle, slip_groups  
 from trainers.judge_eval import best_turns, verified_precision  # noqa: E402
 from trainers.verification import ValueEstimator  # noqa: E402
 
-KINDS = [{"kind": "random"}, {"kind": "random", "side": "any"}, {"kind": "first_divergence"},
-         {"kind": "first_divergence", "side": "failed"}, {"kind": "oracle"}, {"kind": "exhaustive"}]
+KINDS = [
+    {"kind": "random"},
+    {"kind": "random", "side": "any"},
+    {"kind": "first_divergence"},
+    {"kind": "first_divergence", "side": "failed"},
+    {"kind": "oracle"},
+    {"kind": "exhaustive"},
+]
 EASY_ALFWORLD = {"task_types": ["pick_and_place_simple"], "max_receptacles": 5, "num_distractors": 1}
 
 

@@ -42,7 +42,11 @@ def _action(info: dict, rng: random.Random, env_id: str) -> str:
     if adm:
         a = rng.choice(adm)
         return "search[red shoes]" if a == "search[<query>]" else a
-    return "search[" + " ".join(rng.sample(info.get("task", "a b c").split(), 2)) + "]" if rng.random() < 0.8 else "answer[x]"
+    return (
+        "search[" + " ".join(rng.sample(info.get("task", "a b c").split(), 2)) + "]"
+        if rng.random() < 0.8
+        else "answer[x]"
+    )
 
 
 def _pool(env_id: str, n: int, backend: str, kwargs: dict) -> EnvPool:
@@ -97,8 +101,11 @@ def overhead_us(env_id: str, kwargs: dict, n: int = 200, backend: str = "process
             pool.call("task")
         pooled = (time.perf_counter() - t) / n
     env.close()
-    return {"direct_call_us": round(direct * 1e6, 1), "pool_call_us": round(pooled * 1e6, 1),
-            "pool_overhead_us": round((pooled - direct) * 1e6, 1)}
+    return {
+        "direct_call_us": round(direct * 1e6, 1),
+        "pool_call_us": round(pooled * 1e6, 1),
+        "pool_overhead_us": round((pooled - direct) * 1e6, 1),
+    }
 
 
 def main() -> None:
@@ -112,8 +119,13 @@ def main() -> None:
     if args.ray:
         import ray
 
-        ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        ray.init(
+            num_cpus=2,
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     results = {}
     for env_id in args.envs:
         kwargs = ENVS[env_id]

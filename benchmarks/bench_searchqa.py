@@ -51,7 +51,9 @@ def bench_retrieval(corpus: Corpus, queries: list[str], n_rank_bm25: int, label:
 
     from rank_bm25 import BM25Okapi
 
-    print(f"\n== retrieval on {label}: {len(corpus):,} passages, {len(queries)} queries (rank_bm25 on {n_rank_bm25}) ==")
+    print(
+        f"\n== retrieval on {label}: {len(corpus):,} passages, {len(queries)} queries (rank_bm25 on {n_rank_bm25}) =="
+    )
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         ours = BM25Retriever(corpus, cache_root=Path(tmp))
@@ -79,10 +81,15 @@ def bench_retrieval(corpus: Corpus, queries: list[str], n_rank_bm25: int, label:
 
     theirs_s = _timeit(rank_bm25_search)
     # the same queries give the same top-1 (both are BM25 with k1=0.9, b=0.4; IDF variants differ)
-    agree = sum(
-        1 for q, hits in zip(qtok, ours.search(sub, 1))
-        if hits and int(np.argmax(theirs.get_scores(q))) == corpus.ids.index(hits[0].id)
-    ) if len(corpus) <= 50_000 else None
+    agree = (
+        sum(
+            1
+            for q, hits in zip(qtok, ours.search(sub, 1))
+            if hits and int(np.argmax(theirs.get_scores(q))) == corpus.ids.index(hits[0].id)
+        )
+        if len(corpus) <= 50_000
+        else None
+    )
     row = {
         "passages": len(corpus),
         "index_build_s": {"ours": round(build_ours, 2), "rank_bm25": round(build_theirs, 2)},
@@ -92,7 +99,10 @@ def bench_retrieval(corpus: Corpus, queries: list[str], n_rank_bm25: int, label:
             "ours_one_by_one": round(len(queries) / single_s, 1),
             "rank_bm25": round(len(sub) / theirs_s, 2),
         },
-        "latency_ms_one_query": {"ours": round(1000 * single_s / len(queries), 3), "rank_bm25": round(1000 * theirs_s / len(sub), 2)},
+        "latency_ms_one_query": {
+            "ours": round(1000 * single_s / len(queries), 3),
+            "rank_bm25": round(1000 * theirs_s / len(sub), 2),
+        },
     }
     row["speedup_vs_rank_bm25"] = {
         "batched": round(row["qps"]["ours_batched"] / row["qps"]["rank_bm25"], 1),
@@ -136,10 +146,17 @@ def bench_restore_vs_replay(n_episodes: int = 200) -> dict:
             for a in actions:
                 env.step(a)
             replay_t.append(time.perf_counter() - t)
-        med = {k: statistics.median(v) * 1e6 for k, v in (("snapshot", snap_t), ("restore", restore_t), ("replay", replay_t))}
-        out[f"depth_{depth}"] = {"episodes": len(restore_t), "snapshot_us": round(med["snapshot"], 1),
-                                 "restore_us": round(med["restore"], 1), "replay_us": round(med["replay"], 1),
-                                 "replay_over_restore": round(med["replay"] / med["restore"], 1)}
+        med = {
+            k: statistics.median(v) * 1e6
+            for k, v in (("snapshot", snap_t), ("restore", restore_t), ("replay", replay_t))
+        }
+        out[f"depth_{depth}"] = {
+            "episodes": len(restore_t),
+            "snapshot_us": round(med["snapshot"], 1),
+            "restore_us": round(med["restore"], 1),
+            "replay_us": round(med["replay"], 1),
+            "replay_over_restore": round(med["replay"] / med["restore"], 1),
+        }
         print(f"depth {depth}: {out[f'depth_{depth}']}")
     return out
 
@@ -147,8 +164,14 @@ def bench_restore_vs_replay(n_episodes: int = 200) -> dict:
 def scaled_corpus(passages: int) -> Corpus:
     f = passages / 17_800  # the default world renders ~18.9k passages; scaling by f gives >= `passages`
     t = time.perf_counter()
-    world = gen.build_world(1, n_people=int(5000 * f), n_orgs=int(1200 * f), n_works=int(4500 * f),
-                            n_cities=int(500 * f), n_countries=max(40, int(40 * f ** 0.5)))
+    world = gen.build_world(
+        1,
+        n_people=int(5000 * f),
+        n_orgs=int(1200 * f),
+        n_works=int(4500 * f),
+        n_cities=int(500 * f),
+        n_countries=max(40, int(40 * f**0.5)),
+    )
     rows, _ = gen.render_corpus(world, 1)
     print(f"\ngenerated {len(rows):,} passages in {time.perf_counter() - t:.1f}s")
     return Corpus([r["id"] for r in rows], [r["contents"] for r in rows])
@@ -172,7 +195,9 @@ def main() -> None:
     results["restore_vs_replay"] = bench_restore_vs_replay()
     if args.passages:
         big = scaled_corpus(args.passages)
-        results["large"] = bench_retrieval(big, queries, args.rank_bm25_queries, f"a generated {len(big):,}-passage corpus")
+        results["large"] = bench_retrieval(
+            big, queries, args.rank_bm25_queries, f"a generated {len(big):,}-passage corpus"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
         print(f"\nwrote {args.json}")

@@ -52,9 +52,13 @@ def main(argv=None) -> int:
     from agents.backends.hf_backend import HFBackend
     from agents.backends.vllm_backend import VLLMBackend
 
-    settings = {"eval: 50 prompts, greedy, 64 tokens": (conversations(50), dict(temperature=0.0, max_tokens=64)),
-                "rollouts: 6 prompts x 6, sampled, 32 tokens": ([c for c in conversations(6) for _ in range(6)],
-                                                                dict(temperature=1.0, max_tokens=32))}
+    settings = {
+        "eval: 50 prompts, greedy, 64 tokens": (conversations(50), dict(temperature=0.0, max_tokens=64)),
+        "rollouts: 6 prompts x 6, sampled, 32 tokens": (
+            [c for c in conversations(6) for _ in range(6)],
+            dict(temperature=1.0, max_tokens=32),
+        ),
+    }
     hf = HFBackend(args.model, batch_size=64)
     vl = VLLMBackend(args.model, max_model_len=4096, enforce_eager=True)
     rows = {}

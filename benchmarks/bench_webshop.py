@@ -46,7 +46,13 @@ class RankBM25Search:
         self.asins = [p["asin"] for p in products]
 
     def search(self, keywords: str) -> tuple[str, ...]:
-        q = [t for t in self.tok.tokenize([_prep(keywords)], update_vocab=False, return_as="string", show_progress=False)[0] if t]
+        q = [
+            t
+            for t in self.tok.tokenize([_prep(keywords)], update_vocab=False, return_as="string", show_progress=False)[
+                0
+            ]
+            if t
+        ]
         scores = self.bm25.get_scores(q)
         n = min(SEARCH_RETURN_N, len(scores) - 1)
         top = np.argpartition(-scores, n)[:n]
@@ -87,8 +93,10 @@ def bench_size(n: int, n_queries: int, n_rank_queries: int, episodes: int) -> di
         del items, attrs  # one copy of the catalogue in memory: the env's
         env = gym.make("prover/WebShop-v0", data=tmp, split="test", max_steps=15)
         catalog, goals = env.unwrapped.catalog, env.unwrapped.goals
-        print(f"generated and loaded in {time.perf_counter() - t:.1f}s: {len(catalog):,} products, {len(goals):,} goals",
-              flush=True)
+        print(
+            f"generated and loaded in {time.perf_counter() - t:.1f}s: {len(catalog):,} products, {len(goals):,} goals",
+            flush=True,
+        )
         row["products"] = len(catalog)
         t = time.perf_counter()
         fresh = ProductSearch(catalog.products, cache_root=Path(tmp) / "cache")
@@ -142,8 +150,14 @@ def _env_rates(env, naive: RankBM25Search, episodes: int) -> dict:
     theirs = naive_steps / (time.perf_counter() - t)
     shop.search_engine = fast_engine
     # the expert's step counts can differ where the two BM25 variants rank ties differently
-    return {"episodes": episodes, "steps": steps, "naive_steps": naive_steps, "steps_per_s": round(ours, 1),
-            "naive_rank_bm25_steps_per_s": round(theirs, 2), "ratio": round(ours / theirs, 1)}
+    return {
+        "episodes": episodes,
+        "steps": steps,
+        "naive_steps": naive_steps,
+        "steps_per_s": round(ours, 1),
+        "naive_rank_bm25_steps_per_s": round(theirs, 2),
+        "ratio": round(ours / theirs, 1),
+    }
 
 
 def _restore_vs_replay(env) -> dict:
@@ -188,8 +202,9 @@ def main() -> None:
     args = ap.parse_args()
     results = {}
     for n in args.sizes:
-        results[str(n)] = bench_size(n, args.queries, args.rank_bm25_queries if n > 1000 else args.queries,
-                                     args.episodes if n <= 100_000 else 20)
+        results[str(n)] = bench_size(
+            n, args.queries, args.rank_bm25_queries if n > 1000 else args.queries, args.episodes if n <= 100_000 else 20
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
         print(f"wrote {args.json}")

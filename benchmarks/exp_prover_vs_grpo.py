@@ -34,9 +34,14 @@ from trainers.config import load_config  # noqa: E402
 from trainers.train import Trainer  # noqa: E402
 
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
-METHODS = {"grpo": ["method=grpo"], "gigpo": ["method=gigpo"], "prover": ["method=prover"],
-           "prover_random": ["method=prover_random"], "prover_unverified": ["method=prover_unverified"],
-           "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"]}
+METHODS = {
+    "grpo": ["method=grpo"],
+    "gigpo": ["method=gigpo"],
+    "prover": ["method=prover"],
+    "prover_random": ["method=prover_random"],
+    "prover_unverified": ["method=prover_unverified"],
+    "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"],
+}
 
 
 def setting(name: str) -> tuple[list[str], dict]:
@@ -44,9 +49,13 @@ def setting(name: str) -> tuple[list[str], dict]:
     from trainers.bases import base_dir, recipe
 
     spec = recipe(name)
-    overrides = [f"env_id={spec['env_id']}", f"env_kwargs={json.dumps(spec['train_kwargs'])}",
-                 f"policy_format={json.dumps(spec['format'])}", f"max_tokens={spec['sft']['max_tokens']}",
-                 f"model_path={base_dir(name)}"]
+    overrides = [
+        f"env_id={spec['env_id']}",
+        f"env_kwargs={json.dumps(spec['train_kwargs'])}",
+        f"policy_format={json.dumps(spec['format'])}",
+        f"max_tokens={spec['sft']['max_tokens']}",
+        f"model_path={base_dir(name)}",
+    ]
     return overrides, spec["eval_kwargs"]
 
 
@@ -55,8 +64,12 @@ def preset_budget() -> list[str]:
     the experiment and `make run` train alike; iterations come from --iterations."""
     import yaml
 
-    preset = yaml.safe_load((Path(__file__).resolve().parents[1] / "leaderboards" / "presets" / "default.yaml").read_text())
-    return [f"{k}={json.dumps(v)}" for k, v in preset["train"].items() if k != "iterations" and not k.startswith("sft_")]
+    preset = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "leaderboards" / "presets" / "default.yaml").read_text()
+    )
+    return [
+        f"{k}={json.dumps(v)}" for k, v in preset["train"].items() if k != "iterations" and not k.startswith("sft_")
+    ]
 
 
 def evaluate(trainer: Trainer, n: int, kwargs: dict) -> dict[str, int]:
@@ -84,15 +97,20 @@ def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int,
     a_seg = [a for r in rows for a in r.get("prover/segment_advantages", [])]
     from leaderboards.report import probe_points
 
-    result = {"seed": seed, "curve": [r["success"] for r in rows], "probe": probe_points(rows),
-              "outcomes": evaluate(trainer, eval_tasks, eval_kwargs),
-              "proposed": sum(r["prover/proposed_segments"] for r in rows),
-              "verified": sum(r["prover/verified_segments"] for r in rows),
-              "credited": sum(r["prover/credited_segments"] for r in rows),
-              "positive": sum(a > 0 for a in a_seg), "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
-              "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
-              "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
-              "seconds": round(time.time() - t0, 1)}
+    result = {
+        "seed": seed,
+        "curve": [r["success"] for r in rows],
+        "probe": probe_points(rows),
+        "outcomes": evaluate(trainer, eval_tasks, eval_kwargs),
+        "proposed": sum(r["prover/proposed_segments"] for r in rows),
+        "verified": sum(r["prover/verified_segments"] for r in rows),
+        "credited": sum(r["prover/credited_segments"] for r in rows),
+        "positive": sum(a > 0 for a in a_seg),
+        "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
+        "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
+        "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
+        "seconds": round(time.time() - t0, 1),
+    }
     trainer.close()
     atomic_write(run_dir / "result.json", json.dumps(result))
     return f"{label}-s{seed}"
@@ -100,27 +118,48 @@ def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--methods", nargs="+", default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
-                    choices=sorted(METHODS))
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
+        choices=sorted(METHODS),
+    )
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--base", default="searchqa", help="the setting and its shipped SFT base: searchqa | webshop | alfworld")
+    ap.add_argument(
+        "--base", default="searchqa", help="the setting and its shipped SFT base: searchqa | webshop | alfworld"
+    )
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks to evaluate (0 = all)")
     ap.add_argument("--out", default="runs/exp_prover")
-    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel worker processes (cpu_count/jobs threads each)")
-    ap.add_argument("--probe-tasks", type=int, default=0,
-                    help="held-out learning curve: greedy on the first N eval tasks every 2 iterations (0 = none)")
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="runs in parallel worker processes (cpu_count/jobs threads each)"
+    )
+    ap.add_argument(
+        "--probe-tasks",
+        type=int,
+        default=0,
+        help="held-out learning curve: greedy on the first N eval tasks every 2 iterations (0 = none)",
+    )
     ap.add_argument("overrides", nargs="*", help="trainer overrides for every RL run, e.g. lr=2e-4 beta=0.5")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     base_overrides, eval_kwargs = setting(args.base)
-    common = preset_budget() + base_overrides + ["sft_steps=0", f"iterations={args.iterations}", "progress=false",
-                                                 *args.overrides]
+    common = (
+        preset_budget()
+        + base_overrides
+        + ["sft_steps=0", f"iterations={args.iterations}", "progress=false", *args.overrides]
+    )
     if args.probe_tasks:
         common += [f"probe_tasks={args.probe_tasks}", f"probe_kwargs={json.dumps(eval_kwargs)}"]
-    summary: dict = {"base": args.base, "setting": base_overrides, "eval_kwargs": eval_kwargs,
-                     "iterations": args.iterations, "overrides": args.overrides, "seeds": args.seeds}
+    summary: dict = {
+        "base": args.base,
+        "setting": base_overrides,
+        "eval_kwargs": eval_kwargs,
+        "iterations": args.iterations,
+        "overrides": args.overrides,
+        "seeds": args.seeds,
+    }
     base = out / "sft-eval.json"
     if not base.is_file():
         t = Trainer(load_config(None, common + [f"out_dir={out / 'sft-eval'}"]))
@@ -128,17 +167,23 @@ def main() -> None:
     sft_outcomes = json.loads(base.read_text())
     summary["sft"] = dict(zip(("mean", "low", "high"), bootstrap_ci(list(sft_outcomes.values()))))
     print("sft", json.dumps(summary["sft"]), flush=True)
-    todo = [(label, seed) for label in args.methods for seed in args.seeds
-            if not (out / f"{label}-s{seed}" / "result.json").is_file()]
+    todo = [
+        (label, seed)
+        for label in args.methods
+        for seed in args.seeds
+        if not (out / f"{label}-s{seed}" / "result.json").is_file()
+    ]
     if args.jobs > 1 and len(todo) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         threads = max(1, (os.cpu_count() or 1) // args.jobs)
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn"),
-                                 initializer=_threads, initargs=(threads,)) as ex:
-            for done in ex.map(run_one, *zip(*[(label, seed, common, str(out), args.eval_tasks, eval_kwargs)
-                                               for label, seed in todo])):
+        with ProcessPoolExecutor(
+            max_workers=args.jobs, mp_context=mp.get_context("spawn"), initializer=_threads, initargs=(threads,)
+        ) as ex:
+            for done in ex.map(
+                run_one, *zip(*[(label, seed, common, str(out), args.eval_tasks, eval_kwargs) for label, seed in todo])
+            ):
                 print("finished", done, flush=True)
     else:
         for label, seed in todo:
@@ -152,24 +197,33 @@ def main() -> None:
             result = json.loads(result_file.read_text())
             runs.append(result)
             succ = sum(result["outcomes"].values()) / len(result["outcomes"])
-            print(label, seed, f"test {succ:.3f}", json.dumps({k: v for k, v in result.items()
-                                                            if k not in ("outcomes", "curve")}), flush=True)
+            print(
+                label,
+                seed,
+                f"test {succ:.3f}",
+                json.dumps({k: v for k, v in result.items() if k not in ("outcomes", "curve")}),
+                flush=True,
+            )
         outcomes[label] = {r["seed"]: r["outcomes"] for r in runs}
         flat = [o for r in runs for o in r["outcomes"].values()]
         per_seed = [sum(r["outcomes"].values()) / len(r["outcomes"]) for r in runs]
         k = max(1, args.iterations // 4)
         summary[label] = {
-            "test_success": dict(zip(("mean", "low", "high"), bootstrap_ci(flat))), "per_seed": per_seed,
+            "test_success": dict(zip(("mean", "low", "high"), bootstrap_ci(flat))),
+            "per_seed": per_seed,
             "vs_sft": verdict(paired_difference_ci(flat, [sft_outcomes[t] for r in runs for t in r["outcomes"]])),
             "train_success_first": statistics.mean(statistics.mean(r["curve"][:k]) for r in runs),
             "train_success_last": statistics.mean(statistics.mean(r["curve"][-k:]) for r in runs),
             "curve": [statistics.mean(c) for c in zip(*(r["curve"] for r in runs))],
             "probe": [[p[0][0], statistics.mean(x[1] for x in p)] for p in zip(*(r.get("probe", []) for r in runs))],
-            "proposed": sum(r["proposed"] for r in runs), "verified": sum(r["verified"] for r in runs),
-            "credited": sum(r["credited"] for r in runs), "positive": sum(r["positive"] for r in runs),
+            "proposed": sum(r["proposed"] for r in runs),
+            "verified": sum(r["verified"] for r in runs),
+            "credited": sum(r["credited"] for r in runs),
+            "positive": sum(r["positive"] for r in runs),
             "extra_tokens_ratio": statistics.mean(r["extra_tokens_ratio"] for r in runs),
             "extra_env_steps_ratio": statistics.mean(r["extra_env_steps_ratio"] for r in runs),
-            "seconds_per_run": statistics.mean(r["seconds"] for r in runs)}
+            "seconds_per_run": statistics.mean(r["seconds"] for r in runs),
+        }
     if "grpo" in outcomes:
         ref = outcomes["grpo"]
         for label in outcomes:
@@ -180,8 +234,11 @@ def main() -> None:
             summary[label]["vs_grpo"] = verdict(paired_difference_ci(a, b))
     for label in args.methods:
         s = summary[label]
-        print(f"{label:18s} test {100 * s['test_success']['mean']:.1f}% [{100 * s['test_success']['low']:.1f}, "
-              f"{100 * s['test_success']['high']:.1f}]  vs SFT: {s['vs_sft']}  vs GRPO: {s.get('vs_grpo', '-')}", flush=True)
+        print(
+            f"{label:18s} test {100 * s['test_success']['mean']:.1f}% [{100 * s['test_success']['low']:.1f}, "
+            f"{100 * s['test_success']['high']:.1f}]  vs SFT: {s['vs_sft']}  vs GRPO: {s.get('vs_grpo', '-')}",
+            flush=True,
+        )
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
 
 

@@ -27,13 +27,36 @@ from prover_gym.cache import atomic_write  # noqa: E402
 
 QUICK = {
     "searchqa": ["bench_searchqa.py", "--passages", "100000", "--queries", "200", "--rank-bm25-queries", "20"],
-    "webshop": ["bench_webshop.py", "--sizes", "1000", "100000", "--queries", "100", "--rank-bm25-queries", "10",
-                "--episodes", "30"],
+    "webshop": [
+        "bench_webshop.py",
+        "--sizes",
+        "1000",
+        "100000",
+        "--queries",
+        "100",
+        "--rank-bm25-queries",
+        "10",
+        "--episodes",
+        "30",
+    ],
     "alfworld": ["bench_alfworld.py", "--games", "6", "--episodes", "6"],
     "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
     "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
-    "prover_overhead": ["exp_prover_vs_grpo.py", "--methods", "grpo", "prover", "--seeds", "0", "--iterations", "2",
-                        "--eval-tasks", "8", "--out", "runs/exp_quick", "tasks_per_iteration=2"],
+    "prover_overhead": [
+        "exp_prover_vs_grpo.py",
+        "--methods",
+        "grpo",
+        "prover",
+        "--seeds",
+        "0",
+        "--iterations",
+        "2",
+        "--eval-tasks",
+        "8",
+        "--out",
+        "runs/exp_quick",
+        "tasks_per_iteration=2",
+    ],
 }
 FULL = {
     "searchqa": ["bench_searchqa.py"],
@@ -50,8 +73,12 @@ FULL = {
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, cwd=ROOT,
-                              timeout=10).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=10
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

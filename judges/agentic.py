@@ -19,20 +19,47 @@ from judges.base import Proposal, check_side, mixed_outcome, on_side, side_words
 from judges.llm import instruction
 
 _TOOLS = [
-    {"type": "function", "function": {
-        "name": "view_turn", "description": "Show one turn of one attempt in full (observation and action).",
-        "parameters": {"type": "object", "properties": {"trajectory": {"type": "integer"}, "turn": {"type": "integer"}},
-                       "required": ["trajectory", "turn"]}}},
-    {"type": "function", "function": {
-        "name": "compare", "description": "Report the first turn at which two attempts differ, and how.",
-        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                       "required": ["a", "b"]}}},
-    {"type": "function", "function": {
-        "name": "propose_segment",
-        "description": "",  # set per side by tools()
-        "parameters": {"type": "object", "properties": {
-            "trajectory": {"type": "integer"}, "start": {"type": "integer"}, "end": {"type": "integer"},
-            "reason": {"type": "string"}}, "required": ["trajectory", "start", "end"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "view_turn",
+            "description": "Show one turn of one attempt in full (observation and action).",
+            "parameters": {
+                "type": "object",
+                "properties": {"trajectory": {"type": "integer"}, "turn": {"type": "integer"}},
+                "required": ["trajectory", "turn"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "compare",
+            "description": "Report the first turn at which two attempts differ, and how.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "propose_segment",
+            "description": "",  # set per side by tools()
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "trajectory": {"type": "integer"},
+                    "start": {"type": "integer"},
+                    "end": {"type": "integer"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["trajectory", "start", "end"],
+            },
+        },
+    },
 ]
 
 
@@ -42,8 +69,9 @@ def tools(side: str) -> list[dict]:
 
     which, purpose = side_words(side)
     out = copy.deepcopy(_TOOLS)
-    out[2]["function"]["description"] = (f"Final answer: turns start..end (inclusive) of {'a ' + which if which else 'an'} "
-                                         f"attempt that {purpose}.")
+    out[2]["function"]["description"] = (
+        f"Final answer: turns start..end (inclusive) of {'a ' + which if which else 'an'} attempt that {purpose}."
+    )
     return out
 
 
@@ -77,7 +105,10 @@ class AgenticJudge:
                 for k, (x, y) in enumerate(zip(a.turns, b.turns)):
                     if x.action != y.action or x.observation != y.observation:
                         same = "the same" if x.observation == y.observation else "different"
-                        return f"first difference at turn {k}: observations are {same}; actions {x.action!r} vs {y.action!r}", None
+                        return (
+                            f"first difference at turn {k}: observations are {same}; actions {x.action!r} vs {y.action!r}",
+                            None,
+                        )
                 return f"no difference in the first {min(len(a.turns), len(b.turns))} turns", None
             if name == "propose_segment":
                 p = Proposal(int(args["trajectory"]), int(args["start"]), int(args["end"]), str(args.get("reason", "")))
@@ -123,12 +154,22 @@ class AgenticJudge:
                 return None
             calls = self._calls(reply)
             if not calls:
-                messages += [{"role": "assistant", "content": reply.text or ""},
-                             {"role": "user", "content": "Call one of the tools (propose_segment to finish)."}]
+                messages += [
+                    {"role": "assistant", "content": reply.text or ""},
+                    {"role": "user", "content": "Call one of the tools (propose_segment to finish)."},
+                ]
                 used += 1
                 continue
-            messages.append({"role": "assistant", "content": reply.text or "", "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for cid, n, a in calls]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text or "",
+                    "tool_calls": [
+                        {"id": cid, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                        for cid, n, a in calls
+                    ],
+                }
+            )
             for cid, name, args in calls:
                 used += 1
                 self.stats["tool_calls"] += 1

@@ -39,8 +39,10 @@ def mixed_outcome(group: list[Trajectory]) -> bool:
 
 def check_side(side: str) -> str:
     if side not in SIDES:
-        raise ValueError(f"judge side={side!r}; use 'won' (a segment of a successful trajectory: the only kind "
-                         "ProVer's positive-only credit can reward), 'failed' or 'any'")
+        raise ValueError(
+            f"judge side={side!r}; use 'won' (a segment of a successful trajectory: the only kind "
+            "ProVer's positive-only credit can reward), 'failed' or 'any'"
+        )
     return side
 
 
@@ -51,6 +53,8 @@ def on_side(traj: Trajectory, side: str) -> bool:
 
 def side_words(side: str) -> tuple[str, str]:
     """(which attempts, what the segment did) for prompts and tool descriptions."""
-    return {"won": ("SUCCESSFUL", "most likely made it succeed where the failed attempts did not"),
-            "failed": ("FAILED", "most likely made it fail where the successful attempts did not"),
-            "any": ("", "most likely decided the difference between the successful and the failed attempts")}[side]
+    return {
+        "won": ("SUCCESSFUL", "most likely made it succeed where the failed attempts did not"),
+        "failed": ("FAILED", "most likely made it fail where the successful attempts did not"),
+        "any": ("", "most likely decided the difference between the successful and the failed attempts"),
+    }[side]

@@ -54,8 +54,12 @@ def precision_against_oracle(judge, groups: list[list[Trajectory]], oracle: Orac
         else:
             pivots = {oracle.pivotal_turn(named)}
         hits += any(k is not None and p.start <= k <= p.end for k in pivots)
-    return {"groups": len(groups), "proposals": proposals, "hits": hits,
-            "precision": hits / proposals if proposals else None}
+    return {
+        "groups": len(groups),
+        "proposals": proposals,
+        "hits": hits,
+        "precision": hits / proposals if proposals else None,
+    }
 
 
 class OneSlip(ExpertPolicy):
@@ -74,8 +78,9 @@ class OneSlip(ExpertPolicy):
         return out
 
 
-def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int, seed: int = 0,
-                slack: int | None = None) -> list[list[Trajectory]]:
+def slip_groups(
+    env_id: str, env_kwargs: dict | None, tasks: int, failures: int, seed: int = 0, slack: int | None = None
+) -> list[list[Trajectory]]:
     """Groups with a known pivot: per task one expert trajectory (a success) and up to ``failures``
     trajectories that follow the expert but slip once at a random turn and then fail. The oracle's
     pivotal turn is where the expert's advice was first ignored.
@@ -99,7 +104,7 @@ def slip_groups(env_id: str, env_kwargs: dict | None, tasks: int, failures: int,
         for _ in range(failures * 3):
             t = rollout(env, OneSlip(rng.randrange(len(good.turns)), rng), task_id=ids[s])
             if slack is not None and len(t.turns) > len(good.turns) + slack:
-                t.turns = t.turns[:len(good.turns) + slack]
+                t.turns = t.turns[: len(good.turns) + slack]
                 t.won, t.terminated, t.truncated = False, False, True
             if not t.won:
                 bad.append(t)

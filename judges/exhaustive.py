@@ -30,12 +30,15 @@ class ExhaustiveJudge:
     def values(self, group: list[Trajectory], chosen: list[int]) -> dict[int, list[list[bool]]]:
         """Per chosen trajectory, the won flags behind V(0..len)."""
         if self.estimator is None:
-            raise RuntimeError("the exhaustive judge verifies with the current policy: call judge.bind(estimator) "
-                               "(trainers.verification.ValueEstimator; the trainer does this itself)")
+            raise RuntimeError(
+                "the exhaustive judge verifies with the current policy: call judge.bind(estimator) "
+                "(trainers.verification.ValueEstimator; the trainer does this itself)"
+            )
         group_outcomes = [t.won for t in group]
         # the inner boundaries 1..len-1 of each trajectory, keyed by state (same key and step = same value)
-        inner = {i: [(t.snapshot.key or (i, k), t.snapshot.step) for k, t in enumerate(group[i].turns) if k]
-                 for i in chosen}
+        inner = {
+            i: [(t.snapshot.key or (i, k), t.snapshot.step) for k, t in enumerate(group[i].turns) if k] for i in chosen
+        }
         unique: dict[tuple, tuple[Trajectory, int]] = {}
         for i, keys in inner.items():
             for k, key in enumerate(keys, 1):
@@ -67,6 +70,10 @@ class ExhaustiveJudge:
                     best = (gain, i, k)
         gain, i, k = best
         n = len(group[i].turns)
-        evidence = {"before": values[i][k], "after": values[i][k + 1], "before_source": "group" if k == 0 else "continuations",
-                    "after_source": "terminal" if k + 1 == n else "continuations"}
+        evidence = {
+            "before": values[i][k],
+            "after": values[i][k + 1],
+            "before_source": "group" if k == 0 else "continuations",
+            "after_source": "terminal" if k + 1 == n else "continuations",
+        }
         return Proposal(i, k, k, f"largest verified one-turn advantage ({gain:+.2f})", evidence)

@@ -20,8 +20,15 @@ _JSON = re.compile(r"\{.*\}", re.S)
 
 
 class LLMJudge:
-    def __init__(self, backend, *, template: str = "llm_judge.txt", max_turn_chars: int = 400, retries: int = 1,
-                 side: str = "won"):
+    def __init__(
+        self,
+        backend,
+        *,
+        template: str = "llm_judge.txt",
+        max_turn_chars: int = 400,
+        retries: int = 1,
+        side: str = "won",
+    ):
         self.backend = backend
         self.side = check_side(side)
         self.template = (PROMPTS / template).read_text(encoding="utf-8")
@@ -38,7 +45,9 @@ class LLMJudge:
                     obs = obs[: self.max_turn_chars] + " ..."
                 lines.append(f"  turn {k}: observation: {obs} | action: {turn.action}")
             blocks.append("\n".join(lines))
-        return self.template.format(task=group[0].task, attempts="\n\n".join(blocks), instruction=instruction(self.side))
+        return self.template.format(
+            task=group[0].task, attempts="\n\n".join(blocks), instruction=instruction(self.side)
+        )
 
     def parse(self, text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
         match = _JSON.search(text or "")
@@ -49,7 +58,9 @@ class LLMJudge:
         except json.JSONDecodeError as exc:
             return None, f"the JSON does not parse ({exc.msg})"
         try:
-            proposal = Proposal(int(data["trajectory"]), int(data["start"]), int(data["end"]), str(data.get("reason", "")))
+            proposal = Proposal(
+                int(data["trajectory"]), int(data["start"]), int(data["end"]), str(data.get("reason", ""))
+            )
         except (KeyError, TypeError, ValueError):
             return None, "the JSON needs integer fields trajectory, start and end"
         if not 0 <= proposal.trajectory < len(group) or not on_side(group[proposal.trajectory], self.side):
@@ -76,8 +87,10 @@ class LLMJudge:
                 self.stats["proposals"] += 1
                 return proposal
             self.stats["malformed"] += 1
-            messages = messages + [{"role": "assistant", "content": reply.text},
-                                   {"role": "user", "content": f"That reply cannot be used: {error}. Reply with the JSON object only."}]
+            messages = messages + [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": f"That reply cannot be used: {error}. Reply with the JSON object only."},
+            ]
         return None
 
 

@@ -57,9 +57,28 @@ CREATE TABLE IF NOT EXISTS judge_precision (
 """
 PRECISION_COLUMNS = ("env", "judge", "groups", "proposals", "hits", "precision", "extra")
 
-RESULT_COLUMNS = ("key", "preset", "env", "env_id", "method", "split", "seed", "config_hash", "commit_id", "episodes",
-                  "success", "score", "groups", "env_steps", "tokens", "invalid_actions", "train_seconds",
-                  "eval_seconds", "extra", "created")
+RESULT_COLUMNS = (
+    "key",
+    "preset",
+    "env",
+    "env_id",
+    "method",
+    "split",
+    "seed",
+    "config_hash",
+    "commit_id",
+    "episodes",
+    "success",
+    "score",
+    "groups",
+    "env_steps",
+    "tokens",
+    "invalid_actions",
+    "train_seconds",
+    "eval_seconds",
+    "extra",
+    "created",
+)
 
 
 class ResultsDB:
@@ -92,12 +111,17 @@ class ResultsDB:
         data["extra"] = json.dumps(data.get("extra") or {})
         values = [data[c] for c in RESULT_COLUMNS]
         with self.conn:  # BEGIN ... COMMIT, or ROLLBACK on error
-            self.conn.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES "
-                              f"({', '.join('?' * len(RESULT_COLUMNS))})", values)
+            self.conn.execute(
+                f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(RESULT_COLUMNS))})",
+                values,
+            )
             self.conn.execute("DELETE FROM curves WHERE key = ?", (data["key"],))
             for m in curve or []:
-                self.conn.execute("INSERT INTO curves (key, iteration, metrics) VALUES (?, ?, ?)",
-                                  (data["key"], int(m["iteration"]), json.dumps(m)))
+                self.conn.execute(
+                    "INSERT INTO curves (key, iteration, metrics) VALUES (?, ?, ?)",
+                    (data["key"], int(m["iteration"]), json.dumps(m)),
+                )
 
     def results(self, preset: str | None = None) -> list[dict]:
         sql = f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
@@ -117,8 +141,9 @@ class ResultsDB:
 
     # ---- judge precision ----------------------------------------------------------------------
     def get_precision(self, key: str) -> dict | None:
-        row = self.conn.execute(f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE key = ?",
-                                (key,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE key = ?", (key,)
+        ).fetchone()
         return _precision(row) if row else None
 
     def put_precision(self, key: str, preset: str, env: str, judge: str, config_hash: str, stats: dict) -> None:
@@ -128,12 +153,25 @@ class ResultsDB:
             self.conn.execute(
                 "INSERT OR REPLACE INTO judge_precision (key, preset, env, judge, config_hash, groups, proposals, hits, "
                 "precision, created, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, preset, env, judge, config_hash, stats["groups"], stats["proposals"], stats["hits"],
-                 stats["precision"], time.time(), json.dumps(extra)))
+                (
+                    key,
+                    preset,
+                    env,
+                    judge,
+                    config_hash,
+                    stats["groups"],
+                    stats["proposals"],
+                    stats["hits"],
+                    stats["precision"],
+                    time.time(),
+                    json.dumps(extra),
+                ),
+            )
 
     def precisions(self, preset: str) -> list[dict]:
-        rows = self.conn.execute(f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision "
-                                 "WHERE preset = ? ORDER BY created", (preset,))
+        rows = self.conn.execute(
+            f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE preset = ? ORDER BY created", (preset,)
+        )
         latest = {}
         for r in rows:  # the newest measurement per env and judge
             latest[(r[0], r[1])] = _precision(r)

@@ -18,8 +18,17 @@ from prover_gym.cache import atomic_write
 METHOD_ORDER = ("random", "expert", "sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
 # (a, b): the paired differences a - b the report states with an interval and a verdict, when both ran
-COMPARISONS = (("sft", "random"), ("grpo", "sft"), ("prover", "sft"), ("prover", "grpo"), ("gigpo", "grpo"),
-               ("prover", "gigpo"), ("prover_random", "grpo"), ("prover_unverified", "grpo"), ("dr_grpo", "grpo"))
+COMPARISONS = (
+    ("sft", "random"),
+    ("grpo", "sft"),
+    ("prover", "sft"),
+    ("prover", "grpo"),
+    ("gigpo", "grpo"),
+    ("prover", "gigpo"),
+    ("prover_random", "grpo"),
+    ("prover_unverified", "grpo"),
+    ("dr_grpo", "grpo"),
+)
 
 
 def success_se(rs: list[dict]) -> float:
@@ -35,6 +44,7 @@ def success_se(rs: list[dict]) -> float:
 
 def _paired(rows: list[dict], env: str | None, a: str, b: str) -> tuple[list[float], list[float]]:
     """Outcomes of methods a and b on the same (env, seed, task), in a fixed order."""
+
     def table(method):
         out = {}
         for r in rows:
@@ -58,15 +68,34 @@ def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
             if not xa or (env is None and len({e for e in envs if _paired(rows, e, a, b)[0]}) < 2):
                 continue
             diff = paired_difference_ci(xa, xb)
-            out.append({"env": env or "all envs", "a": a, "b": b, "pairs": len(xa), "diff": diff[0],
-                        "low": diff[1], "high": diff[2], "verdict": verdict(diff)})
+            out.append(
+                {
+                    "env": env or "all envs",
+                    "a": a,
+                    "b": b,
+                    "pairs": len(xa),
+                    "diff": diff[0],
+                    "low": diff[1],
+                    "high": diff[2],
+                    "verdict": verdict(diff),
+                }
+            )
     return out
 
 
 def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["comparison", "env", "paired episodes", "difference (points)", "95% CI", "verdict"]
-    body = [[f"{c['a']} - {c['b']}", c["env"], str(c["pairs"]), f"{100 * c['diff']:+.1f}",
-             f"{100 * c['low']:+.1f} to {100 * c['high']:+.1f}", c["verdict"].split(":")[0]] for c in comps]
+    body = [
+        [
+            f"{c['a']} - {c['b']}",
+            c["env"],
+            str(c["pairs"]),
+            f"{100 * c['diff']:+.1f}",
+            f"{100 * c['low']:+.1f} to {100 * c['high']:+.1f}",
+            c["verdict"].split(":")[0],
+        ]
+        for c in comps
+    ]
     return header, body
 
 
@@ -123,18 +152,32 @@ def aggregate(rows: list[dict]) -> list[dict]:
         for r in rs:
             for g, v in r["groups"].items():
                 groups.setdefault(g, []).append(v)
-        extra_tok = [r["extra"].get("prover/extra_tokens_ratio") for r in rs if "prover/extra_tokens_ratio" in r["extra"]]
-        extra_steps = [r["extra"].get("prover/extra_env_steps_ratio") for r in rs if "prover/extra_env_steps_ratio" in r["extra"]]
-        out.append({
-            "env": env, "method": method, "seeds": sorted(r["seed"] for r in rs),
-            "success_mean": s_m, "success_std": s_s, "success_se": success_se(rs), "score_mean": c_m, "score_std": c_s,
-            "groups": {g: _mean_std(v)[0] for g, v in sorted(groups.items())},
-            "episodes": sum(r["episodes"] for r in rs),
-            "extra_tokens_ratio": _mean_std(extra_tok)[0] if extra_tok else None,
-            "extra_env_steps_ratio": _mean_std(extra_steps)[0] if extra_steps else None,
-            "train_seconds": sum(r["train_seconds"] for r in rs), "eval_seconds": sum(r["eval_seconds"] for r in rs),
-            "tokens": sum(r["tokens"] for r in rs), "env_steps": sum(r["env_steps"] for r in rs),
-        })
+        extra_tok = [
+            r["extra"].get("prover/extra_tokens_ratio") for r in rs if "prover/extra_tokens_ratio" in r["extra"]
+        ]
+        extra_steps = [
+            r["extra"].get("prover/extra_env_steps_ratio") for r in rs if "prover/extra_env_steps_ratio" in r["extra"]
+        ]
+        out.append(
+            {
+                "env": env,
+                "method": method,
+                "seeds": sorted(r["seed"] for r in rs),
+                "success_mean": s_m,
+                "success_std": s_s,
+                "success_se": success_se(rs),
+                "score_mean": c_m,
+                "score_std": c_s,
+                "groups": {g: _mean_std(v)[0] for g, v in sorted(groups.items())},
+                "episodes": sum(r["episodes"] for r in rs),
+                "extra_tokens_ratio": _mean_std(extra_tok)[0] if extra_tok else None,
+                "extra_env_steps_ratio": _mean_std(extra_steps)[0] if extra_steps else None,
+                "train_seconds": sum(r["train_seconds"] for r in rs),
+                "eval_seconds": sum(r["eval_seconds"] for r in rs),
+                "tokens": sum(r["tokens"] for r in rs),
+                "env_steps": sum(r["env_steps"] for r in rs),
+            }
+        )
     grpo = {a["env"]: a["success_mean"] for a in out if a["method"] == "grpo"}
     for a in out:
         g = grpo.get(a["env"])
@@ -160,7 +203,9 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
         header.append(f"{e} success")
     header += ["average success", "vs GRPO (relative)", "ProVer extra tokens"]
     grpo_cells = [cell.get((e, "grpo")) for e in envs]
-    grpo_avg = (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if grpo_cells and all(grpo_cells) else None
+    grpo_avg = (
+        (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if grpo_cells and all(grpo_cells) else None
+    )
     body = []
     for m in methods:
         row, succ, extra = [m], [], []
@@ -236,12 +281,23 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             color = f"C{i}"
             if method in probes:
                 its = sorted(probes[method])
-                ax.plot(its, [100 * sum(probes[method][k]) / len(probes[method][k]) for k in its], marker="o",
-                        color=color, label=f"{method} (held-out probe)")
+                ax.plot(
+                    its,
+                    [100 * sum(probes[method][k]) / len(probes[method][k]) for k in its],
+                    marker="o",
+                    color=color,
+                    label=f"{method} (held-out probe)",
+                )
             if method in curves:
                 its = sorted(curves[method])
-                ax.plot(its, [100 * sum(curves[method][k]) / len(curves[method][k]) for k in its], linestyle="--",
-                        alpha=0.5, color=color, label=f"{method} (train, sampled)")
+                ax.plot(
+                    its,
+                    [100 * sum(curves[method][k]) / len(curves[method][k]) for k in its],
+                    linestyle="--",
+                    alpha=0.5,
+                    color=color,
+                    label=f"{method} (train, sampled)",
+                )
         ax.set_title(env)
         ax.set_xlabel("iteration")
         ax.set_ylabel("success (%)")
@@ -258,11 +314,19 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             groups = sorted({g for a in rs for g in a["groups"]})
             width = 0.8 / max(1, len(rs))
             for k, a in enumerate(rs):
-                ax.bar([i + k * width for i in range(len(groups))], [100 * a["groups"].get(g, 0) for g in groups],
-                       width, label=a["method"])
+                ax.bar(
+                    [i + k * width for i in range(len(groups))],
+                    [100 * a["groups"].get(g, 0) for g in groups],
+                    width,
+                    label=a["method"],
+                )
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
-            ax.set_xticklabels([g.replace("_then_place_in_recep", "").replace("_", " ") for g in groups],
-                               rotation=30, ha="right", fontsize=7)
+            ax.set_xticklabels(
+                [g.replace("_then_place_in_recep", "").replace("_", " ") for g in groups],
+                rotation=30,
+                ha="right",
+                fontsize=7,
+            )
             ax.set_title(f"{env}: success by group")
             ax.set_ylabel("success (%)")
             ax.legend(fontsize=7)
@@ -306,8 +370,18 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
 
 def _precision_table(prec: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "judge", "groups", "proposals", "precision", "mean A_seg", "agreement"]
-    body = [[p["env"], p["judge"], str(p["groups"]), str(p["proposals"]), _fmt(p["precision"]),
-             "n/a" if p.get("mean_a_seg") is None else f"{p['mean_a_seg']:+.2f}", _fmt(p.get("agreement"))] for p in prec]
+    body = [
+        [
+            p["env"],
+            p["judge"],
+            str(p["groups"]),
+            str(p["proposals"]),
+            _fmt(p["precision"]),
+            "n/a" if p.get("mean_a_seg") is None else f"{p['mean_a_seg']:+.2f}",
+            _fmt(p.get("agreement")),
+        ]
+        for p in prec
+    ]
     return header, body
 
 
@@ -330,71 +404,137 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     paths = []
 
-    md = [f"# prover-gym leaderboard: preset `{preset}`", "",
-          f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success in %, mean ± standard error "
-          "(binomial over the eval episodes, or over seeds when they vary more); WebShop's score is the mean reward "
-          "(± std over seeds). 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the "
-          "generation added by verification continuations, relative to the base rollouts.", "", _md(header, body), ""]
+    md = [
+        f"# prover-gym leaderboard: preset `{preset}`",
+        "",
+        f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success in %, mean ± standard error "
+        "(binomial over the eval episodes, or over seeds when they vary more); WebShop's score is the mean reward "
+        "(± std over seeds). 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the "
+        "generation added by verification continuations, relative to the base rollouts.",
+        "",
+        _md(header, body),
+        "",
+    ]
     if comps:
-        md += ["## Differences, paired by eval task and seed", "",
-               "Bootstrap 95% intervals of the success difference over the same (task, seed) pairs; a difference is "
-               "claimed only when its interval excludes 0.", "", _md(*_comparison_table(comps)), ""]
-        md += [f"- {c['a']} vs {c['b']} ({c['env']}): {c['verdict']}" for c in comps
-               if (c["a"], c["b"]) == ("prover", "grpo")] + [""]
+        md += [
+            "## Differences, paired by eval task and seed",
+            "",
+            "Bootstrap 95% intervals of the success difference over the same (task, seed) pairs; a difference is "
+            "claimed only when its interval excludes 0.",
+            "",
+            _md(*_comparison_table(comps)),
+            "",
+        ]
+        md += [
+            f"- {c['a']} vs {c['b']} ({c['env']}): {c['verdict']}"
+            for c in comps
+            if (c["a"], c["b"]) == ("prover", "grpo")
+        ] + [""]
     curves = curve_table(db, rows)
     if curves[1]:
-        md += ["## Learning curves", "",
-               "The held-out probe: greedy success on the same first unseen tasks of the eval split, before RL "
-               "(iteration 0) and along training (learning_curves.png); train success: the sampled rollouts' success "
-               "over the first and last third of the iterations.", "", _md(*curves), ""]
+        md += [
+            "## Learning curves",
+            "",
+            "The held-out probe: greedy success on the same first unseen tasks of the eval split, before RL "
+            "(iteration 0) and along training (learning_curves.png); train success: the sampled rollouts' success "
+            "over the first and last third of the iterations.",
+            "",
+            _md(*curves),
+            "",
+        ]
     for env, h, b in groups:
         md += [f"## {env}: success by group", "", _md(h, b), ""]
     if prec:
-        md += ["## Judge precision by verification (one-slip groups)", "",
-               "Precision: the share of a judge's proposals whose verified A_seg is > 0 (the only ones ProVer credits); "
-               "agreement: the share that name the exhaustive judge's best verified turn. Continuations: "
-               f"{prec[0].get('continuation', 'n/a')}, M = {prec[0].get('m', 'n/a')} per side.", "",
-               _md(*_precision_table(prec)), ""]
+        md += [
+            "## Judge precision by verification (one-slip groups)",
+            "",
+            "Precision: the share of a judge's proposals whose verified A_seg is > 0 (the only ones ProVer credits); "
+            "agreement: the share that name the exhaustive judge's best verified turn. Continuations: "
+            f"{prec[0].get('continuation', 'n/a')}, M = {prec[0].get('m', 'n/a')} per side.",
+            "",
+            _md(*_precision_table(prec)),
+            "",
+        ]
     paths.append(atomic_write(out / "leaderboard.md", "\n".join(md)))
 
     buf = io.StringIO()
     all_groups = sorted({g for a in agg for g in a["groups"]})
-    cols = ["env", "method", "seeds", "success_mean", "success_std", "success_se", "score_mean", "score_std",
-            "rel_vs_grpo_pct", "extra_tokens_ratio", "extra_env_steps_ratio", "episodes", "env_steps", "tokens",
-            "train_seconds", "eval_seconds", *[f"group:{g}" for g in all_groups]]
+    cols = [
+        "env",
+        "method",
+        "seeds",
+        "success_mean",
+        "success_std",
+        "success_se",
+        "score_mean",
+        "score_std",
+        "rel_vs_grpo_pct",
+        "extra_tokens_ratio",
+        "extra_env_steps_ratio",
+        "episodes",
+        "env_steps",
+        "tokens",
+        "train_seconds",
+        "eval_seconds",
+        *[f"group:{g}" for g in all_groups],
+    ]
     w = csv.writer(buf)
     w.writerow(cols)
     for a in agg:
-        w.writerow([a["env"], a["method"], " ".join(map(str, a["seeds"])), *[a[c] for c in cols[3:16]],
-                    *[a["groups"].get(g, "") for g in all_groups]])
+        w.writerow(
+            [
+                a["env"],
+                a["method"],
+                " ".join(map(str, a["seeds"])),
+                *[a[c] for c in cols[3:16]],
+                *[a["groups"].get(g, "") for g in all_groups],
+            ]
+        )
     paths.append(atomic_write(out / "leaderboard.csv", buf.getvalue()))
 
-    doc = {"preset": preset, "generated": stamp, "commits": commits, "envs": present, "leaderboard": agg,
-           "comparisons": comps, "results": rows, "judge_precision": prec,
-           "curves": {r["key"]: db.curve(r["key"]) for r in rows if r["method"] not in ("random", "expert")}}
+    doc = {
+        "preset": preset,
+        "generated": stamp,
+        "commits": commits,
+        "envs": present,
+        "leaderboard": agg,
+        "comparisons": comps,
+        "results": rows,
+        "judge_precision": prec,
+        "curves": {r["key"]: db.curve(r["key"]) for r in rows if r["method"] not in ("random", "expert")},
+    }
     paths.append(atomic_write(out / "leaderboard.json", json.dumps(doc, indent=1, default=str)))
 
     images = plots(db, preset, agg, present, rows)
     for name, data in images.items():
         paths.append(atomic_write(out / name, data))
-    parts = [f"<h1>prover-gym leaderboard: preset <code>{html.escape(preset)}</code></h1>",
-             f"<p>Generated {html.escape(stamp)}; commit {html.escape(', '.join(commits) or 'unknown')}. "
-             "Success in %, mean ± standard error. Click a column header to sort.</p>",
-             _html_table(header, body)]
+    parts = [
+        f"<h1>prover-gym leaderboard: preset <code>{html.escape(preset)}</code></h1>",
+        f"<p>Generated {html.escape(stamp)}; commit {html.escape(', '.join(commits) or 'unknown')}. "
+        "Success in %, mean ± standard error. Click a column header to sort.</p>",
+        _html_table(header, body),
+    ]
     if comps:
-        parts += ["<h2>Differences, paired by eval task and seed (bootstrap 95% CI)</h2>",
-                  _html_table(*_comparison_table(comps))]
+        parts += [
+            "<h2>Differences, paired by eval task and seed (bootstrap 95% CI)</h2>",
+            _html_table(*_comparison_table(comps)),
+        ]
     for env, h, b in groups:
         parts += [f"<h2>{html.escape(env)}: success by group</h2>", _html_table(h, b)]
     if prec:
         parts += ["<h2>Judge precision by verification</h2>", _html_table(*_precision_table(prec))]
     for name, data in images.items():
-        parts.append(f'<h2>{html.escape(name[:-4].replace("_", " "))}</h2>'
-                     f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>prover-gym leaderboard</title><style>"
-            "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-            "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f3f3f3}"
-            "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
-            + "".join(parts) + f"<script>{_JS}</script></body></html>")
+        parts.append(
+            f"<h2>{html.escape(name[:-4].replace('_', ' '))}</h2>"
+            f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+        )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>prover-gym leaderboard</title><style>"
+        "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f3f3f3}"
+        "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
+        + "".join(parts)
+        + f"<script>{_JS}</script></body></html>"
+    )
     paths.append(atomic_write(out / "leaderboard.html", page))
     return paths, comps

@@ -34,8 +34,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 PRESETS = Path(__file__).resolve().parent / "presets"
 BASELINES = ("random", "expert")
 TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
-PRESET_KEYS = {"name", "model", "backend", "seeds", "methods", "ablations", "judge", "judge_precision", "eval",
-               "train", "envs"}
+PRESET_KEYS = {
+    "name",
+    "model",
+    "backend",
+    "seeds",
+    "methods",
+    "ablations",
+    "judge",
+    "judge_precision",
+    "eval",
+    "train",
+    "envs",
+}
 
 
 class PresetError(ValueError):
@@ -77,9 +88,11 @@ def load_preset(name_or_path: str) -> dict:
                 raise PresetError(f"{path}: envs.{env_name} needs {key!r}")
         extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base"}
         if extra:
-            raise PresetError(f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
-                              "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt "
-                              "format kwargs), base (a shipped SFT base, trainers/bases.py, used instead of training SFT)")
+            raise PresetError(
+                f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
+                "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt "
+                "format kwargs), base (a shipped SFT base, trainers/bases.py, used instead of training SFT)"
+            )
     return _expand(preset, path)
 
 
@@ -108,8 +121,10 @@ class _Unset(str):
 
 def _check_set(obj, where: str) -> None:
     if isinstance(obj, _Unset):
-        raise PresetError(f"{where} = {str(obj)!r} in {obj.path} needs the environment variable(s) "
-                          f"{', '.join(obj.missing)}; export them (e.g. the official data folder) and re-run")
+        raise PresetError(
+            f"{where} = {str(obj)!r} in {obj.path} needs the environment variable(s) "
+            f"{', '.join(obj.missing)}; export them (e.g. the official data folder) and re-run"
+        )
     if isinstance(obj, dict):
         for k, v in obj.items():
             _check_set(v, f"{where}.{k}")
@@ -124,8 +139,13 @@ def config_hash(obj) -> str:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parents[1])
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -143,8 +163,9 @@ def eval_tasks(env_id: str, env_kwargs: dict, episodes: int, seed: int) -> list[
     return ids
 
 
-def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int, group_by: str | None,
-             desc: str) -> dict:
+def evaluate(
+    env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batch: int, group_by: str | None, desc: str
+) -> dict:
     """Play each task once with ``policy`` (batched over a sync EnvPool); success, score, groups."""
     from tqdm import tqdm
 
@@ -158,8 +179,9 @@ def evaluate(env_id: str, env_kwargs: dict, policy, task_ids: list[str], *, batc
     if stats.get("requests") and stats.get("failures") == stats["requests"]:
         from agents.backends.base import BackendUnavailable
 
-        raise BackendUnavailable(f"the policy backend failed all {stats['requests']} requests of {desc} "
-                                 f"(last: {policy.last_error})")
+        raise BackendUnavailable(
+            f"the policy backend failed all {stats['requests']} requests of {desc} (last: {policy.last_error})"
+        )
     groups: dict[str, list[float]] = {}
     for t in trajs:
         key = (t.turns[0].info or {}).get(group_by) if (group_by and t.turns) else None
@@ -189,8 +211,13 @@ def llm_policy(preset: dict, model_path: str, env_cfg: dict, seed: int, backend_
     from agents.llm_policy import LLMPolicy
 
     ev = preset["eval"]
-    cfg = backend_cfg or {"kind": preset.get("backend", "hf"), "model_path": model_path,
-                          "max_tokens": ev.get("max_tokens", 64), "temperature": ev.get("temperature", 0.0), "seed": seed}
+    cfg = backend_cfg or {
+        "kind": preset.get("backend", "hf"),
+        "model_path": model_path,
+        "max_tokens": ev.get("max_tokens", 64),
+        "temperature": ev.get("temperature", 0.0),
+        "seed": seed,
+    }
     return LLMPolicy(make_backend(cfg), make_format(env_cfg["env_id"], **(env_cfg.get("format") or {})))
 
 
@@ -209,32 +236,51 @@ def shipped_base(env_name: str, env_cfg: dict) -> dict | None:
         raise PresetError(f"envs.{env_name}.base: {exc}") from None
     meta = json.loads((path / "recipe.json").read_text())
     built = meta["recipe"]
-    for key, ours in (("env_id", env_cfg["env_id"]), ("train_kwargs", env_cfg["train_kwargs"]),
-                      ("format", env_cfg.get("format") or {})):
+    for key, ours in (
+        ("env_id", env_cfg["env_id"]),
+        ("train_kwargs", env_cfg["train_kwargs"]),
+        ("format", env_cfg.get("format") or {}),
+    ):
         if built[key] != ours:
-            raise PresetError(f"envs.{env_name}.base {name!r} was built for {key}={built[key]!r} but the block has "
-                              f"{ours!r}; use the same setting, or drop `base` to train SFT here")
+            raise PresetError(
+                f"envs.{env_name}.base {name!r} was built for {key}={built[key]!r} but the block has "
+                f"{ours!r}; use the same setting, or drop `base` to train SFT here"
+            )
     digest = config_hash(meta)
-    return {"model_dir": str(path), "curve": [], "train_seconds": 0.0,
-            "extra": {"base": str(name), "base_hash": digest, "base_sft_seconds": meta.get("sft_seconds")},
-            "hash": digest}
+    return {
+        "model_dir": str(path),
+        "curve": [],
+        "train_seconds": 0.0,
+        "extra": {"base": str(name), "base_hash": digest, "base_sft_seconds": meta.get("sft_seconds")},
+        "hash": digest,
+    }
 
 
-def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: Path, model_path: str | None,
-                  judge: dict):
+def _train_config(
+    preset: dict, env_cfg: dict, method: str, seed: int, out_dir: Path, model_path: str | None, judge: dict
+):
     from trainers.config import TrainConfig
 
     train = {**preset["train"], **(env_cfg.get("train") or {})}  # an env block may override the budget
     base = {k: v for k, v in train.items() if not k.startswith("sft_")}
     if method == "sft":
-        data = {**{k: v for k, v in train.items() if k.startswith("sft_") or k in ("max_tokens", "minibatch_size")},
-                "method": "grpo", "iterations": 0}
+        data = {
+            **{k: v for k, v in train.items() if k.startswith("sft_") or k in ("max_tokens", "minibatch_size")},
+            "method": "grpo",
+            "iterations": 0,
+        }
     else:
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
         if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
             data["probe_kwargs"] = env_cfg["eval_kwargs"]
-    data.update(env_id=env_cfg["env_id"], env_kwargs=env_cfg["train_kwargs"], seed=seed, out_dir=str(out_dir),
-                model_path=model_path, policy_format=env_cfg.get("format") or {})
+    data.update(
+        env_id=env_cfg["env_id"],
+        env_kwargs=env_cfg["train_kwargs"],
+        seed=seed,
+        out_dir=str(out_dir),
+        model_path=model_path,
+        policy_format=env_cfg.get("format") or {},
+    )
     known = set(TrainConfig.__dataclass_fields__)
     bad = sorted(set(data) - known)
     if bad:
@@ -242,8 +288,16 @@ def _train_config(preset: dict, env_cfg: dict, method: str, seed: int, out_dir: 
     return TrainConfig(**data)
 
 
-def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_path: str | None,
-          judge: dict, model_hash: str | None = None) -> dict:
+def train(
+    preset: dict,
+    env_name: str,
+    method: str,
+    seed: int,
+    out: Path,
+    model_path: str | None,
+    judge: dict,
+    model_hash: str | None = None,
+) -> dict:
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
     from prover_gym.cache import atomic_write
     from trainers.train import Trainer
@@ -281,12 +335,20 @@ def train(preset: dict, env_name: str, method: str, seed: int, out: Path, model_
     if curve:
         for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
             extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)
-        for k in ("prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
-                  "prover/positive_segments"):
+        for k in (
+            "prover/proposed_segments",
+            "prover/verified_segments",
+            "prover/credited_segments",
+            "prover/positive_segments",
+        ):
             extra[k] = sum(r.get(k, 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
-    return {"model_dir": str(run_dir / "checkpoint" / "model"), "curve": curve, "train_seconds": round(seconds, 2),
-            "extra": extra}
+    return {
+        "model_dir": str(run_dir / "checkpoint" / "model"),
+        "curve": curve,
+        "train_seconds": round(seconds, 2),
+        "extra": extra,
+    }
 
 
 # ---- judge precision ----------------------------------------------------------------------------
@@ -310,8 +372,14 @@ def judge_precision(preset: dict, env_name: str, db) -> bool:
     todo = [k for k in kinds if db.get_precision(f"{preset['name']}|{env_name}|{k}|{digest}") is None]
     if not todo:
         return False
-    groups = slip_groups(env_cfg["env_id"], env_cfg["eval_kwargs"], spec["tasks"], spec.get("failures", 2), seed=0,
-                         slack=spec.get("slack"))
+    groups = slip_groups(
+        env_cfg["env_id"],
+        env_cfg["eval_kwargs"],
+        spec["tasks"],
+        spec.get("failures", 2),
+        seed=0,
+        slack=spec.get("slack"),
+    )
     env = gym.make(env_cfg["env_id"], **env_cfg["eval_kwargs"])
     eps, m = spec.get("eps", 0.3), spec.get("m", 4)
     references = best_turns(groups, ValueEstimator(env, NoisyExpert(eps, seed=1), m))  # once for every kind
@@ -339,6 +407,7 @@ def _worker_init(threads: int) -> None:
 
 class Cell(NamedTuple):
     """One (env, seed, method) of a run still to do: its row key, eval tasks and start base."""
+
     cost: int  # relative, to start the longest first
     env: str
     seed: int
@@ -383,24 +452,45 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
         if method != "sft":
             trained = train(preset, env_name, method, seed, out, sft_model, judge, base and base["hash"])
         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
-    res = evaluate(env_cfg["env_id"], env_cfg["eval_kwargs"], policy, cell.tasks, batch=ev.get("batch", 8),
-                   group_by=env_cfg.get("group_by"), desc=f"eval {env_name} {method} s{seed}")
+    res = evaluate(
+        env_cfg["env_id"],
+        env_cfg["eval_kwargs"],
+        policy,
+        cell.tasks,
+        batch=ev.get("batch", 8),
+        group_by=env_cfg.get("group_by"),
+        desc=f"eval {env_name} {method} s{seed}",
+    )
     failures = res.pop("policy_failures")
     outcomes = res.pop("outcomes")
     warning = None
     if failures:
-        warning = (f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
-                   f"(each an invalid action); last error: {policy.last_error}")
-    row = {"key": cell.key, "preset": preset["name"], "env": env_name, "env_id": env_cfg["env_id"], "method": method,
-           "split": split, "seed": seed, "config_hash": cell.key_hash, "commit_id": commit, **res,
-           "train_seconds": trained["train_seconds"],
-           "extra": {**trained["extra"], "outcomes": outcomes, **({"policy_failures": failures} if failures else {})}}
+        warning = (
+            f"warning: {env_name} {method} seed {seed}: the policy backend failed {failures} requests "
+            f"(each an invalid action); last error: {policy.last_error}"
+        )
+    row = {
+        "key": cell.key,
+        "preset": preset["name"],
+        "env": env_name,
+        "env_id": env_cfg["env_id"],
+        "method": method,
+        "split": split,
+        "seed": seed,
+        "config_hash": cell.key_hash,
+        "commit_id": commit,
+        **res,
+        "train_seconds": trained["train_seconds"],
+        "extra": {**trained["extra"], "outcomes": outcomes, **({"policy_failures": failures} if failures else {})},
+    }
     from leaderboards.stats import standard_error
 
     se = standard_error(list(outcomes.values()))
-    line = (f"{env_name:9s} {method:18s} seed {seed}: success {100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) "
-            f"score {100 * res['score']:5.1f} ({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
-            f"eval {res['eval_seconds']:.0f}s)")
+    line = (
+        f"{env_name:9s} {method:18s} seed {seed}: success {100 * res['success']:5.1f}% +- {100 * se:.1f} (SE) "
+        f"score {100 * res['score']:5.1f} ({res['episodes']} episodes; train {trained['train_seconds']:.0f}s, "
+        f"eval {res['eval_seconds']:.0f}s)"
+    )
     return row, trained["curve"], line, warning
 
 
@@ -427,7 +517,9 @@ def run(args) -> Path:
     seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
     judge = preset["judge"]
     if args.judge:
-        judge = _kind_config("--judge", args.judge, "give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'")
+        judge = _kind_config(
+            "--judge", args.judge, "give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'"
+        )
     for e in envs:
         _check_set(preset["envs"][e], f"envs.{e}")
     out = Path(args.out)
@@ -448,22 +540,38 @@ def run(args) -> Path:
             if not args.eval_only:
                 t_judge = time.time()
                 if judge_precision(preset, env_name, db):
-                    print(f"[{time.time() - t_start:6.0f}s] {env_name:9s} judge precision by verification: "
-                          f"{time.time() - t_judge:.0f}s", flush=True)
+                    print(
+                        f"[{time.time() - t_start:6.0f}s] {env_name:9s} judge precision by verification: "
+                        f"{time.time() - t_judge:.0f}s",
+                        flush=True,
+                    )
             for seed in seeds:
                 tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
                 eval_hash = config_hash([env_cfg, ev, tasks])
                 base = None if args.eval_only else shipped_base(env_name, env_cfg)
                 if args.eval_only:
                     policy_cfg = _policy_config(args.policy)
-                    entries = [(policy_cfg.get("name") or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
-                                ("policy", policy_cfg))]
+                    entries = [
+                        (
+                            policy_cfg.get("name")
+                            or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
+                            ("policy", policy_cfg),
+                        )
+                    ]
                 else:
                     entries = [(m, None) for m in methods]
                 for method, special in entries:
-                    key_hash = config_hash([eval_hash, method, preset.get("model"), base and base["hash"],
-                                            [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
-                                            judge if method.startswith("prover") else None, special])
+                    key_hash = config_hash(
+                        [
+                            eval_hash,
+                            method,
+                            preset.get("model"),
+                            base and base["hash"],
+                            [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
+                            judge if method.startswith("prover") else None,
+                            special,
+                        ]
+                    )
                     key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
                     if db.get(key) is not None:
                         reused += 1
@@ -491,10 +599,13 @@ def run(args) -> Path:
 
             threads = max(1, (os.cpu_count() or 1) // jobs)
             print(f"{len(cells)} cells on {jobs} worker processes ({threads} torch thread(s) each)", flush=True)
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
-                                     initializer=_worker_init, initargs=(threads,)) as ex:
-                futures = [ex.submit(run_cell, preset, c, str(out), judge, commit)
-                           for c in sorted(cells, key=lambda c: -c.cost)]  # longest first
+            with ProcessPoolExecutor(
+                max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+            ) as ex:
+                futures = [
+                    ex.submit(run_cell, preset, c, str(out), judge, commit)
+                    for c in sorted(cells, key=lambda c: -c.cost)
+                ]  # longest first
                 for fut in as_completed(futures):
                     record(fut.result())
         else:
@@ -506,8 +617,10 @@ def run(args) -> Path:
                 print(f"{c['a']} vs {c['b']} ({c['env']}, {c['pairs']} paired episodes): {c['verdict']}")
     finally:
         db.close()
-    print(f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
-          + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html")))
+    print(
+        f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
+        + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html"))
+    )
     return out
 
 
@@ -523,14 +636,20 @@ def _kind_config(flag: str, spec: str, expected: str) -> dict:
 
 def _policy_config(spec: str | None) -> dict:
     if not spec:
-        raise PresetError("--eval-only needs --policy: a backend config file or mapping, e.g. "
-                          "'{kind: openai, model: my-model, base_url: http://127.0.0.1:8000/v1}' or '{kind: hf, model_path: DIR}'")
+        raise PresetError(
+            "--eval-only needs --policy: a backend config file or mapping, e.g. "
+            "'{kind: openai, model: my-model, base_url: http://127.0.0.1:8000/v1}' or '{kind: hf, model_path: DIR}'"
+        )
     return _kind_config("--policy", spec, "expected a mapping with 'kind' (openai | hf | vllm)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python leaderboards/run.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap = argparse.ArgumentParser(
+        prog="python leaderboards/run.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     ap.add_argument("--preset", default="default", help="smoke | default | paper | path/to/preset.yaml")
     ap.add_argument("--envs", nargs="+", help="subset of the preset's envs (searchqa webshop alfworld)")
     ap.add_argument("--methods", nargs="+", help=f"subset of {list(BASELINES + TRAINED)}")
@@ -539,9 +658,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", help="judge config (file or YAML mapping) for the prover methods")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
-    ap.add_argument("--jobs", type=int, default=None,
-                    help="worker processes for the cells (each with cpu_count/jobs torch threads; default: 2 when the "
-                         "machine has 2+ cores: two 1-thread processes beat one 2-thread one on the tiny model)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes for the cells (each with cpu_count/jobs torch threads; default: 2 when the "
+        "machine has 2+ cores: two 1-thread processes beat one 2-thread one on the tiny model)",
+    )
     ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
     args = ap.parse_args(argv)
     if args.jobs is None:
@@ -556,8 +679,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BackendUnavailable as exc:  # no row is written for it; finished rows stay, a re-run continues
-        print(f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",
-              file=sys.stderr)
+        print(
+            f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",
+            file=sys.stderr,
+        )
         return 3
     return 0
 

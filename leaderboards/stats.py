@@ -21,8 +21,9 @@ def standard_error(successes: Sequence[float]) -> float:
     return math.sqrt(p * (1 - p) / n)
 
 
-def bootstrap_ci(values: Sequence[float], *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0
-                 ) -> tuple[float, float, float]:
+def bootstrap_ci(
+    values: Sequence[float], *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """(mean, low, high): the percentile bootstrap interval of the mean at level 1 - alpha."""
     if not values:
         raise ValueError("bootstrap_ci needs at least one value")
@@ -34,8 +35,9 @@ def bootstrap_ci(values: Sequence[float], *, n_boot: int = 2000, alpha: float = 
     return sum(values) / n, lo, hi
 
 
-def paired_difference_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2000, alpha: float = 0.05,
-                         seed: int = 0) -> tuple[float, float, float]:
+def paired_difference_ci(
+    a: Sequence[float], b: Sequence[float], *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """(mean of a - b, low, high) over paired units (the same task / seed in both), resampling the pairs."""
     if len(a) != len(b):
         raise ValueError(f"paired samples differ in length: {len(a)} vs {len(b)}")

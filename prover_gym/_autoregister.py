@@ -50,4 +50,3 @@ def install() -> None:
         return
     if not any(isinstance(f, _RegisterAfterGymnasium) for f in sys.meta_path):
         sys.meta_path.insert(0, _RegisterAfterGymnasium())
-

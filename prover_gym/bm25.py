@@ -43,6 +43,7 @@ def lucene_porter(stem_word):
     """Porter as Lucene's PorterStemFilter applies it: words of one or two letters are left alone
     (Martin Porter's own "departure"; PyStemmer's porter turns ``s`` into the empty string, ``is``
     into ``i`` and ``us`` into ``u``)."""
+
     def stem(word: str) -> str:
         return word if len(word) <= 2 else stem_word(word)
 
@@ -62,9 +63,20 @@ class BM25Index:
         token_pattern: regex of a token.
     """
 
-    def __init__(self, texts: list[str], *, fingerprint: str | None = None, stopwords="en", stemmer: str | None = "english",
-                 k1: float = 0.9, b: float = 0.4, token_pattern: str = r"(?u)\b\w\w+\b", cache: bool = True,
-                 cache_root: Path | None = None, show_progress: bool = False):
+    def __init__(
+        self,
+        texts: list[str],
+        *,
+        fingerprint: str | None = None,
+        stopwords="en",
+        stemmer: str | None = "english",
+        k1: float = 0.9,
+        b: float = 0.4,
+        token_pattern: str = r"(?u)\b\w\w+\b",
+        cache: bool = True,
+        cache_root: Path | None = None,
+        show_progress: bool = False,
+    ):
         import bm25s
 
         self.n_docs = len(texts)
@@ -149,8 +161,10 @@ class BM25Index:
         if len(spans) == 1:
             s, e = spans[0]
             return np.asarray(csc["indices"][s:e]), np.asarray(csc["data"][s:e])
-        return (np.concatenate([csc["indices"][s:e] for s, e in spans]),
-                np.concatenate([csc["data"][s:e] for s, e in spans]))
+        return (
+            np.concatenate([csc["indices"][s:e] for s, e in spans]),
+            np.concatenate([csc["data"][s:e] for s, e in spans]),
+        )
 
     def _top_k(self, token_ids: list[int], k: int) -> list[tuple[int, float]]:
         """Score only the documents in the query terms' postings (a repeated query term counts

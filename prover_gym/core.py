@@ -249,8 +249,9 @@ class TextEnv(gym.Env):
             self._last_obs,
             copy.deepcopy(self.np_random.bit_generator.state),  # creates the RNG if reset had no seed
         )
-        return Snapshot(self.env_id, self.fingerprint(), dict(self._make_kwargs), core, self._get_state(),
-                        self.state_key())
+        return Snapshot(
+            self.env_id, self.fingerprint(), dict(self._make_kwargs), core, self._get_state(), self.state_key()
+        )
 
     def restore(self, snap: Snapshot) -> None:
         if not isinstance(snap, Snapshot):

@@ -120,8 +120,9 @@ class _ProcessWorker:
 class _RayWorkers:
     """Ray actors of class ``_RayEnvs`` (made lazily, so ``import prover_gym`` never imports ray)."""
 
-    def __init__(self, env_id: str, kwargs: dict, n: int, per_worker: int, timeout: float, options: dict,
-                 init: dict | None):
+    def __init__(
+        self, env_id: str, kwargs: dict, n: int, per_worker: int, timeout: float, options: dict, init: dict | None
+    ):
         try:
             import ray
         except ImportError:
@@ -130,7 +131,9 @@ class _RayWorkers:
         if not ray.is_initialized():
             # ray_init={"address": "auto"} joins a running cluster; the default starts a local one on
             # loopback, sized to this machine
-            defaults = {} if (init or {}).get("address") else {"_node_ip_address": "127.0.0.1", "include_dashboard": False}
+            defaults = (
+                {} if (init or {}).get("address") else {"_node_ip_address": "127.0.0.1", "include_dashboard": False}
+            )
             ray.init(**{"log_to_driver": False, "configure_logging": False, **defaults, **(init or {})})
         # an env actor mostly waits on the learner: it reserves no CPU by default, so a 2-CPU
         # cluster can hold more actors than cores (Ray would otherwise refuse to place them)
@@ -176,9 +179,19 @@ class _RayEnvs:
 class EnvPool:
     """A batch of ``n`` envs made with ``gym.make(env_id, **kwargs)``."""
 
-    def __init__(self, env_id: str, n: int, *, backend: str = "process", timeout: float = 300.0,
-                 start_method: str = "spawn", envs_per_worker: int = 1, ray_options: dict | None = None,
-                 ray_init: dict | None = None, **kwargs):
+    def __init__(
+        self,
+        env_id: str,
+        n: int,
+        *,
+        backend: str = "process",
+        timeout: float = 300.0,
+        start_method: str = "spawn",
+        envs_per_worker: int = 1,
+        ray_options: dict | None = None,
+        ray_init: dict | None = None,
+        **kwargs,
+    ):
         if n < 1:
             raise ValueError(f"EnvPool needs n >= 1, got {n}")
         if backend not in BACKENDS:
@@ -252,8 +265,9 @@ class EnvPool:
                 self.failures += 1
                 reason = "TimeoutError" if isinstance(exc, ray.exceptions.GetTimeoutError) else "RayActorError"
                 workers.restart(k)  # every env of that actor starts afresh: all its episodes are failed
-                results = [("failed", f"{reason}: Ray actor {k} (envs {k * per}..{k * per + workers.sizes[k] - 1})")
-                           ] * len(share[k])
+                results = [
+                    ("failed", f"{reason}: Ray actor {k} (envs {k * per}..{k * per + workers.sizes[k] - 1})")
+                ] * len(share[k])
             for (local, _), (status, payload) in zip(share[k], results):
                 i = k * per + local
                 if status == "error":
@@ -270,8 +284,12 @@ class EnvPool:
             return ("", info)
         return None
 
-    def reset(self, seeds: Iterable[int | None] | None = None, options: Sequence[dict | None] | None = None,
-              indices: Sequence[int] | None = None) -> list[tuple[str, dict]]:
+    def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        options: Sequence[dict | None] | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> list[tuple[str, dict]]:
         idx = list(range(self.n)) if indices is None else list(indices)
         seeds = [None] * len(idx) if seeds is None else list(seeds)
         options = [None] * len(idx) if options is None else list(options)

@@ -80,13 +80,26 @@ class ChatHandler(BaseHTTPRequestHandler):
         content = kind.get("content") if isinstance(kind, dict) else f"echo: {body['messages'][-1]['content']}"
         message = {"role": "assistant", "content": content}
         if isinstance(kind, dict) and kind.get("tool_calls"):
-            message["tool_calls"] = [{"id": f"call{i}", "type": "function",
-                                      "function": {"name": name, "arguments": json.dumps(args)}}
-                                     for i, (name, args) in enumerate(kind["tool_calls"])]
-        payload = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                              "choices": [{"index": 0, "message": message,
-                                           "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-                              "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+            message["tool_calls"] = [
+                {"id": f"call{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                for i, (name, args) in enumerate(kind["tool_calls"])
+            ]
+        payload = json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+            }
+        ).encode()
         if kind == "malformed":
             payload = b'{"id": "c1", "choices": [{"index": 0, "mess'
         self.send_response(200)
@@ -139,8 +152,10 @@ class SlipPolicy:
 
 def metric_rows(out) -> list[dict]:
     """A trainer run's metrics.jsonl rows without the wall-clock fields (comparable across runs)."""
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds" and not k.startswith("time/")}
-            for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    return [
+        {k: v for k, v in json.loads(line).items() if k != "seconds" and not k.startswith("time/")}
+        for line in (Path(out) / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 def expert_batch_rollout(pool, seeds, steps: int = 6) -> list:

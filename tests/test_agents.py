@@ -15,24 +15,29 @@ S = SearchR1Format()
 
 def test_searchr1_prompt_is_the_original_template():
     p = S.prompt("  who wrote the Silent Harbour ")
-    assert p.startswith("Answer the given question. You must conduct reasoning inside <think> and </think> first every time")
+    assert p.startswith(
+        "Answer the given question. You must conduct reasoning inside <think> and </think> first every time"
+    )
     assert "You can search as many times as your want." in p  # the original typo
     assert p.endswith("For example, <answer> Beijing </answer>. Question: who wrote the Silent Harbour?\n")
 
 
-@pytest.mark.parametrize("text, action, valid", [
-    ("<think>hm</think><search> Veloria capital </search>", "search[Veloria capital]", True),
-    ("<think>x</think><search>q</search> then <answer>a</answer>", "search[q]", True),
-    ("<answer>a</answer> and later <search>q</search>", "answer[a]", True),  # first block after the cut
-    ("<answer>\n New York \n</answer>", "answer[New York]", True),
-    ("<search>q</search><information>fake doc</information><answer>x</answer>", "search[q]", True),
-    ("<search>unclosed", INVALID_ACTION, False),
-    ("<SEARCH>q</SEARCH>", INVALID_ACTION, False),
-    ("search[q]", INVALID_ACTION, False),  # canonical syntax is not the Search-R1 format
-    ("", INVALID_ACTION, False),
-    ("<answer></answer>", "answer[]", True),
-    ("<search>a <b> c</search>", "search[a <b> c]", True),
-])
+@pytest.mark.parametrize(
+    "text, action, valid",
+    [
+        ("<think>hm</think><search> Veloria capital </search>", "search[Veloria capital]", True),
+        ("<think>x</think><search>q</search> then <answer>a</answer>", "search[q]", True),
+        ("<answer>a</answer> and later <search>q</search>", "answer[a]", True),  # first block after the cut
+        ("<answer>\n New York \n</answer>", "answer[New York]", True),
+        ("<search>q</search><information>fake doc</information><answer>x</answer>", "search[q]", True),
+        ("<search>unclosed", INVALID_ACTION, False),
+        ("<SEARCH>q</SEARCH>", INVALID_ACTION, False),
+        ("search[q]", INVALID_ACTION, False),  # canonical syntax is not the Search-R1 format
+        ("", INVALID_ACTION, False),
+        ("<answer></answer>", "answer[]", True),
+        ("<search>a <b> c</search>", "search[a <b> c]", True),
+    ],
+)
 def test_searchr1_parse(text, action, valid):
     parsed = S.parse(text)
     assert (parsed.action, parsed.valid) == (action, valid)
@@ -48,16 +53,19 @@ def test_searchr1_cut_drops_text_after_the_first_closing_tag():
 R = ReActFormat()
 
 
-@pytest.mark.parametrize("text, action, valid", [
-    ("<think>need tea</think><action>click[Buy Now]</action>", "click[buy now]", True),
-    ("<think>a</think>\n<action>\n search[green tea] \n</action>", "search[green tea]", True),
-    ("<think>a</think><action>x</action><action>y</action>", "x", True),
-    ("<action>click[x]</action>", INVALID_ACTION, False),  # verl-agent requires the think block
-    ("<think>a</think>no action here", INVALID_ACTION, False),
-    ("<think>买</think><action>click[x]</action>", INVALID_ACTION, False),
-    ("<think>a</think><action>   </action>", INVALID_ACTION, False),
-    ("<think>a</think><action>unterminated", INVALID_ACTION, False),
-])
+@pytest.mark.parametrize(
+    "text, action, valid",
+    [
+        ("<think>need tea</think><action>click[Buy Now]</action>", "click[buy now]", True),
+        ("<think>a</think>\n<action>\n search[green tea] \n</action>", "search[green tea]", True),
+        ("<think>a</think><action>x</action><action>y</action>", "x", True),
+        ("<action>click[x]</action>", INVALID_ACTION, False),  # verl-agent requires the think block
+        ("<think>a</think>no action here", INVALID_ACTION, False),
+        ("<think>买</think><action>click[x]</action>", INVALID_ACTION, False),
+        ("<think>a</think><action>   </action>", INVALID_ACTION, False),
+        ("<think>a</think><action>unterminated", INVALID_ACTION, False),
+    ],
+)
 def test_react_parse(text, action, valid):
     parsed = R.parse(text)
     assert (parsed.action, parsed.valid) == (action, valid)
@@ -106,7 +114,7 @@ def test_expert_rollout_snapshots_restore_each_turn(env_id):
     for k, turn in enumerate(traj.turns):  # restoring the snapshot before turn k replays the rest exactly
         restore(env, turn.snapshot)
         replay = [env.step(t.action) for t in traj.turns[k:]]
-        assert [r[0] for r in replay[:-1]] == [t.observation for t in traj.turns[k + 1:]]
+        assert [r[0] for r in replay[:-1]] == [t.observation for t in traj.turns[k + 1 :]]
         assert [r[1] for r in replay] == [t.reward for t in traj.turns[k:]]
 
 
@@ -138,8 +146,9 @@ def test_hasty_demonstrator_buys_before_the_last_option_on_webshop():
     assert env.unwrapped.hasty_action() is None  # nothing chosen yet: no purchase to rush
     hasty = rollout(env, HastyExpert(1.0), task_id=two)
     assert [t.action for t in hasty.turns][1] == "click[buy now]" and len(hasty.turns) == 2 and not hasty.won
-    assert [t.action for t in rollout(env, HastyExpert(0.0), task_id=two).turns] == \
-        [t.action for t in rollout(env, ExpertPolicy(), task_id=two).turns]
+    assert [t.action for t in rollout(env, HastyExpert(0.0), task_id=two).turns] == [
+        t.action for t in rollout(env, ExpertPolicy(), task_id=two).turns
+    ]
     assert isinstance(make_demonstrator({}), ExpertPolicy) and not isinstance(make_demonstrator({}), HastyExpert)
     assert make_demonstrator({"kind": "hasty", "p": 0.3}).p == 0.3
     for bad in ({"kind": "lazy"}, {"kind": "hasty", "q": 1}):
@@ -154,8 +163,16 @@ def test_hasty_demonstrator_buys_before_the_last_option_on_webshop():
 def test_hasty_demonstrator_skips_opening_on_alfworld_and_that_is_final_without_slack():
     from agents.baselines import HastyExpert
 
-    kw = dict(split="valid_unseen", task_types=["pick_and_place_simple"], max_receptacles=5, num_distractors=1,
-              max_steps=15, num_games=1200, start="object", budget_slack=0)
+    kw = dict(
+        split="valid_unseen",
+        task_types=["pick_and_place_simple"],
+        max_receptacles=5,
+        num_distractors=1,
+        max_steps=15,
+        num_games=1200,
+        start="object",
+        budget_slack=0,
+    )
     env = gym.make("prover/ALFWorld-v0", **kw)
     for task in env.unwrapped.task_ids()[:40]:
         plan = [t.action for t in rollout(env, ExpertPolicy(), task_id=task).turns]
@@ -165,6 +182,6 @@ def test_hasty_demonstrator_skips_opening_on_alfworld_and_that_is_final_without_
         pytest.fail("no game with a closed target receptacle among the first 40")
     hasty = rollout(env, HastyExpert(1.0), task_id=task)
     k = next(i for i, a in enumerate(plan) if a.startswith("open "))
-    assert [t.action for t in hasty.turns][:k + 1] == plan[:k] + [plan[k + 1]]  # the move, unopened
+    assert [t.action for t in hasty.turns][: k + 1] == plan[:k] + [plan[k + 1]]  # the move, unopened
     assert not hasty.won and len(hasty.turns) == len(plan)  # the lost step was the budget's last spare
     assert rollout(env, ExpertPolicy(), task_id=task).won

@@ -101,8 +101,20 @@ def test_info_keys_and_text(env):
     assert obs == "You are not carrying anything."
 
 
-@pytest.mark.parametrize("action", ["", "   ", "fly to the moon", "go to", "x" * 5000, "\x00\x07\x1b[31m",
-                                    "take \ud800 from", "go to countertop 999", "[look]"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "",
+        "   ",
+        "fly to the moon",
+        "go to",
+        "x" * 5000,
+        "\x00\x07\x1b[31m",
+        "take \ud800 from",
+        "go to countertop 999",
+        "[look]",
+    ],
+)
 def test_bad_actions_keep_state(env, action):
     env.reset(options={"task_id": env.unwrapped.task_ids()[0]})
     env.step(env.unwrapped.expert_action())
@@ -137,8 +149,12 @@ ACTION_INDEX = st.integers(0, 10_000)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(task=st.integers(0, 5), prefix=st.lists(ACTION_INDEX, max_size=6), suffix=st.lists(ACTION_INDEX, min_size=1, max_size=6),
-       portable=st.booleans())
+@given(
+    task=st.integers(0, 5),
+    prefix=st.lists(ACTION_INDEX, max_size=6),
+    suffix=st.lists(ACTION_INDEX, min_size=1, max_size=6),
+    portable=st.booleans(),
+)
 def test_snapshot_restore_property(env, task, prefix, suffix, portable):
     """A restored branch continues exactly like the original (native restore in-process, or the
     portable operator replay in a fresh env after pickling)."""
@@ -319,8 +335,14 @@ def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
     from agents.baselines import ExpertPolicy
     from agents.rollout import rollout
 
-    kw = dict(split="valid_unseen", task_types=["pick_and_place_simple"], max_receptacles=5, num_distractors=1,
-              max_steps=15, start="object")
+    kw = dict(
+        split="valid_unseen",
+        task_types=["pick_and_place_simple"],
+        max_receptacles=5,
+        num_distractors=1,
+        max_steps=15,
+        start="object",
+    )
     env = gym.make("prover/ALFWorld-v0", **kw, budget_slack=0)
     obs, info = env.reset(seed=0)
     assert obs.startswith(("You arrive at", "You open")) and info["step"] == 0
@@ -387,8 +409,9 @@ def _official_patch_twpddl(filename):
     data["pddl_domain"] = f"{before}{_OFFICIAL_HELP_ACTION_PDDL}){after}"
     data["grammar"] = data["grammar"].replace("You arrive at {lend.name}.", "You arrive at {r.name}.")
     data["grammar"] = data["grammar"].replace("put {o} in/on {r}", "move {o} to {r}")
-    data["grammar"] = data["grammar"].replace("You put the {o.name} in/on the {r.name}.",
-                                              "You move the {o.name} to the {r.name}.")
+    data["grammar"] = data["grammar"].replace(
+        "You put the {o.name} in/on the {r.name}.", "You move the {o.name} to the {r.name}."
+    )
     data["grammar"] += _OFFICIAL_HELP_GRAMMAR
     with open(filename, "w") as f:
         json.dump(data, f)
@@ -434,7 +457,13 @@ def test_json_2_1_1_games_are_patched_as_the_official_script_does(tmp_path, root
         assert (engine.feedback(), engine.admissible(), engine.expert_plan()) == _stock_view(state.feedback, state)
         rng = random.Random(0)
         for i in range(20):
-            cmd = "help" if i == 1 else (engine.expert_plan() or ["look"])[0] if i % 3 else rng.choice(engine.admissible())
+            cmd = (
+                "help"
+                if i == 1
+                else (engine.expert_plan() or ["look"])[0]
+                if i % 3
+                else rng.choice(engine.admissible())
+            )
             fb, _ = engine.step(cmd)
             state, _, _ = stock.step(cmd)
             assert (fb, engine.admissible(), engine.expert_plan()) == _stock_view(state.feedback, state), cmd

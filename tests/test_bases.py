@@ -28,9 +28,11 @@ def test_each_shipped_base_loads_matches_its_recipe_and_plays(name):
     meta = json.loads((path / "recipe.json").read_text())
     assert meta["recipe"] == recipe(name)  # rebuilt by `python -m trainers.bases build <name>` from this recipe
     assert meta["eval"]["episodes"] >= 200 and 0.0 < meta["eval"]["success"] < 1.0
-    assert math.isclose(meta["eval"]["standard_error"],
-                        math.sqrt(meta["eval"]["success"] * (1 - meta["eval"]["success"]) / meta["eval"]["episodes"]),
-                        abs_tol=1e-4)
+    assert math.isclose(
+        meta["eval"]["standard_error"],
+        math.sqrt(meta["eval"]["success"] * (1 - meta["eval"]["success"]) / meta["eval"]["episodes"]),
+        abs_tol=1e-4,
+    )
     spec = recipe(name)
     backend = HFBackend(str(path), max_tokens=spec["sft"]["max_tokens"], temperature=0.0)
     assert next(backend.model.parameters()).dtype.is_floating_point
@@ -59,8 +61,13 @@ def test_leaderboard_refuses_a_base_built_for_another_setting():
     from leaderboards.run import PresetError, shipped_base
 
     spec = recipe("searchqa")
-    block = {"env_id": spec["env_id"], "train_kwargs": spec["train_kwargs"], "eval_kwargs": spec["eval_kwargs"],
-             "format": spec["format"], "base": "searchqa"}
+    block = {
+        "env_id": spec["env_id"],
+        "train_kwargs": spec["train_kwargs"],
+        "eval_kwargs": spec["eval_kwargs"],
+        "format": spec["format"],
+        "base": "searchqa",
+    }
     assert shipped_base("searchqa", block)["model_dir"] == str(base_dir("searchqa"))
     with pytest.raises(PresetError, match="was built for train_kwargs"):
         shipped_base("searchqa", {**block, "train_kwargs": {**spec["train_kwargs"], "max_turns": 3}})

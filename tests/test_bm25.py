@@ -51,9 +51,14 @@ def _shop(tmp_path_factory=None):
     def product(asin, title, desc):
         return {"asin": asin, "Title": title, "Description": desc, "BulletPoints": [], "options": {}}
 
-    return ProductSearch([product("A1", "Red running shoes", "It’s light and it's comfortable."),  # U+2019
-                          product("A2", "Blue s-video cable", "Connects us to the TV."),
-                          product("A3", "Green tea", "Loose leaf tea.")], cache_root=None)
+    return ProductSearch(
+        [
+            product("A1", "Red running shoes", "It’s light and it's comfortable."),  # U+2019
+            product("A2", "Blue s-video cable", "Connects us to the TV."),
+            product("A3", "Green tea", "Loose leaf tea."),
+        ],
+        cache_root=None,
+    )
 
 
 SHOP = None

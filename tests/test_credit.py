@@ -131,7 +131,7 @@ def test_gigpo_step_groups_by_exact_state(slip_group):
     assert good.turns[1].snapshot.key != good.turns[0].snapshot.key
     (g, b), _ = assign(env, [good, bad], ["method=gigpo"])
     # returns: won run [0.95, 1], lost run [0]; step group {0.95, 0} at the initial state -> +-0.7071; turn 1 alone -> 0
-    step = 0.475 / (math.sqrt(0.95 ** 2 / 2) + 1e-6)
+    step = 0.475 / (math.sqrt(0.95**2 / 2) + 1e-6)
     assert torch.allclose(g, torch.tensor([A + step] * 3 + [A] * 3), atol=1e-4)
     assert torch.allclose(b, torch.tensor([-A - step] * 3), atol=1e-4)
 
@@ -161,9 +161,23 @@ def test_judge_precision_by_verification(slip_group):
 
     env, group = slip_group
     references = best_turns([group], ValueEstimator(env, ExpertPolicy(), 2))
-    won = verified_precision(judges.make({"kind": "first_divergence"}), [group], ValueEstimator(env, ExpertPolicy(), 2),
-                             references=references)
-    assert (won["proposals"], won["hits"], won["precision"], won["mean_a_seg"], won["agreement"]) == (1, 1, 1.0, 0.5, 1.0)
-    failed = verified_precision(judges.make({"kind": "first_divergence", "side": "failed"}), [group],
-                                ValueEstimator(env, ExpertPolicy(), 2), references=references)
+    won = verified_precision(
+        judges.make({"kind": "first_divergence"}),
+        [group],
+        ValueEstimator(env, ExpertPolicy(), 2),
+        references=references,
+    )
+    assert (won["proposals"], won["hits"], won["precision"], won["mean_a_seg"], won["agreement"]) == (
+        1,
+        1,
+        1.0,
+        0.5,
+        1.0,
+    )
+    failed = verified_precision(
+        judges.make({"kind": "first_divergence", "side": "failed"}),
+        [group],
+        ValueEstimator(env, ExpertPolicy(), 2),
+        references=references,
+    )
     assert (failed["precision"], failed["mean_a_seg"], failed["agreement"]) == (0.0, -0.5, 0.0)

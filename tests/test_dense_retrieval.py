@@ -30,8 +30,10 @@ def dense_dir(tmp_path_factory, bundled_dir):
     root = tmp_path_factory.mktemp("dense")
     lines = (bundled_dir / "corpus.jsonl").read_text().splitlines()[:N_PASSAGES]
     (root / "corpus.jsonl").write_text("\n".join(lines) + "\n")
-    words = sorted({w for line in lines for w in re.findall(r"\w+|[^\w\s]", json.loads(line)["contents"].lower())}
-                   | {"query", "passage", ":"})
+    words = sorted(
+        {w for line in lines for w in re.findall(r"\w+|[^\w\s]", json.loads(line)["contents"].lower())}
+        | {"query", "passage", ":"}
+    )
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
     enc = root / "tiny-e5"
     enc.mkdir()
@@ -39,8 +41,14 @@ def dense_dir(tmp_path_factory, bundled_dir):
     assert "[UNK]" not in tokenizer.tokenize(json.loads(lines[0])["contents"])
     tokenizer.save_pretrained(str(enc))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=128, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=128, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=512,
+    )
     model = BertModel(config)
     with torch.no_grad():  # a bag-of-words encoder, so that retrieval means something: no position signal
         model.embeddings.position_embeddings.weight.zero_()
@@ -89,8 +97,14 @@ def test_dense_retriever_matches_a_brute_force_reference(dense_dir):
 
 
 def test_env_with_dense_retrieval(dense_dir, bundled_dir):
-    env = gym.make("prover/SearchQA-v0", split="test", data=str(bundled_dir), corpus=str(dense_dir / "corpus.jsonl"),
-                   retriever="dense", encoder=str(dense_dir / "tiny-e5"))  # index: e5_Flat.index beside the corpus
+    env = gym.make(
+        "prover/SearchQA-v0",
+        split="test",
+        data=str(bundled_dir),
+        corpus=str(dense_dir / "corpus.jsonl"),
+        retriever="dense",
+        encoder=str(dense_dir / "tiny-e5"),
+    )  # index: e5_Flat.index beside the corpus
     env.reset(seed=0)
     obs, reward, term, trunc, info = env.step("search[largest city parliament sea]")
     assert obs.startswith("\n\n<information>Doc 1(Title: ") and obs.count("Doc ") == 3
@@ -98,8 +112,13 @@ def test_env_with_dense_retrieval(dense_dir, bundled_dir):
     assert f"Doc 1(Title: {want[0].title}) {want[0].text}" in obs
     env.close()
     with pytest.raises(ValueError, match="needs encoder="):
-        gym.make("prover/SearchQA-v0", split="test", data=str(bundled_dir), corpus=str(dense_dir / "corpus.jsonl"),
-                 retriever="dense")
+        gym.make(
+            "prover/SearchQA-v0",
+            split="test",
+            data=str(bundled_dir),
+            corpus=str(dense_dir / "corpus.jsonl"),
+            retriever="dense",
+        )
     with pytest.raises(ValueError, match="for retriever='dense'"):
         gym.make("prover/SearchQA-v0", split="test", data=str(bundled_dir), encoder=str(dense_dir / "tiny-e5"))
 
@@ -128,17 +147,32 @@ def test_server_with_dense_retrieval(dense_dir):
     from conftest import free_port, wait_for_http
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "prover_gym.searchqa.serve", "--port", str(port), "--retriever",
-                             "dense", "--corpus", str(dense_dir / "corpus.jsonl"), "--encoder", str(dense_dir / "tiny-e5")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prover_gym.searchqa.serve",
+            "--port",
+            str(port),
+            "--retriever",
+            "dense",
+            "--corpus",
+            str(dense_dir / "corpus.jsonl"),
+            "--encoder",
+            str(dense_dir / "tiny-e5"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(proc, url + "/health")
         assert requests.get(url + "/health", timeout=5).json()["retriever"].startswith("dense:")
         queries = ["largest city parliament sea", "sovereign state"]
         remote = HTTPRetriever(url).search(queries, 3)
-        local = DenseRetriever(load_corpus_jsonl(dense_dir / "corpus.jsonl"), dense_dir / "e5_Flat.index",
-                               dense_dir / "tiny-e5").search(queries, 3)
+        local = DenseRetriever(
+            load_corpus_jsonl(dense_dir / "corpus.jsonl"), dense_dir / "e5_Flat.index", dense_dir / "tiny-e5"
+        ).search(queries, 3)
         assert [[p.id for p in ps] for ps in remote] == [[p.id for p in ps] for ps in local]
         assert np.allclose([p.score for ps in remote for p in ps], [p.score for ps in local for p in ps], atol=1e-5)
     finally:
@@ -150,9 +184,21 @@ def test_build_cli_writes_the_search_r1_layout(dense_dir, tmp_path):
     import shutil
 
     shutil.copy(dense_dir / "corpus.jsonl", tmp_path / "corpus.jsonl")
-    out = subprocess.run([sys.executable, "-m", "prover_gym.searchqa.dense", "build", "--corpus",
-                          str(tmp_path / "corpus.jsonl"), "--encoder", str(dense_dir / "tiny-e5")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "prover_gym.searchqa.dense",
+            "build",
+            "--corpus",
+            str(tmp_path / "corpus.jsonl"),
+            "--encoder",
+            str(dense_dir / "tiny-e5"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     a = faiss.read_index(str(tmp_path / "e5_Flat.index"))
     b = faiss.read_index(str(dense_dir / "e5_Flat.index"))

@@ -17,8 +17,14 @@ import torch
 from conftest import metric_rows
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["env_kwargs={split: train, max_turns: 1}", "tasks_per_iteration=4", "group_size=2", "max_tokens=6",
-         "sft_steps=3", "sft_episodes=2"]
+SMALL = [
+    "env_kwargs={split: train, max_turns: 1}",
+    "tasks_per_iteration=4",
+    "group_size=2",
+    "max_tokens=6",
+    "sft_steps=3",
+    "sft_episodes=2",
+]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 PARAM_TOL = 1e-5  # float32 sums in another order (two ranks' gradients all-reduced)
 
@@ -44,12 +50,30 @@ def fixed_batch(tmp_path_factory, bundled_dir):
     advantages[3] = None  # left out, as a zero-variance group's trajectory is
     out = {}
     for agg, updates in CASES:
-        cfg = load_config(None, SMALL + ["method=grpo", f"updates_per_epoch={updates}", f"agg={agg}", "lr=1e-3",
-                                         "minibatch_size=1", f"out_dir={root / 'learn'}"])
+        cfg = load_config(
+            None,
+            SMALL
+            + [
+                "method=grpo",
+                f"updates_per_epoch={updates}",
+                f"agg={agg}",
+                "lr=1e-3",
+                "minibatch_size=1",
+                f"out_dir={root / 'learn'}",
+            ],
+        )
         path = root / f"batch-{agg}-{updates}.pkl"
-        path.write_bytes(pickle.dumps({"cfg": cfg, "trajectories": trajectories, "advantages": advantages,
-                                       "groups": [k for k, g in enumerate(groups) for _ in g],
-                                       "model_dir": str(tiny_model_dir())}))
+        path.write_bytes(
+            pickle.dumps(
+                {
+                    "cfg": cfg,
+                    "trajectories": trajectories,
+                    "advantages": advantages,
+                    "groups": [k for k, g in enumerate(groups) for _ in g],
+                    "model_dir": str(tiny_model_dir()),
+                }
+            )
+        )
         out[agg, updates] = path
     return out
 
@@ -64,10 +88,12 @@ def test_one_update_on_two_processes_equals_one_process(fixed_batch, tmp_path, a
     worker = str(ROOT / "tests" / "helpers" / "dist_learner_worker.py")
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     batch = str(fixed_batch[agg, updates])
-    subprocess.run([sys.executable, worker, batch, str(one)], cwd=ROOT, env=_env(), check=True,
-                   capture_output=True, timeout=300)
-    run = subprocess.run(TORCHRUN + [worker, batch, str(two)], cwd=ROOT, env=_env(), capture_output=True, text=True,
-                         timeout=300)
+    subprocess.run(
+        [sys.executable, worker, batch, str(one)], cwd=ROOT, env=_env(), check=True, capture_output=True, timeout=300
+    )
+    run = subprocess.run(
+        TORCHRUN + [worker, batch, str(two)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     a, b = torch.load(one), torch.load(two)
     assert a["world"] == 1 and b["world"] == 2
@@ -89,8 +115,9 @@ def _train(out, *extra, resume=False, nproc=2, popen=False):
     cmd = (TORCHRUN if nproc == 2 else [sys.executable]) + ["-m", "trainers.train", *SMALL, f"out_dir={out}", *extra]
     cmd += ["--resume"] if resume else []
     if popen:
-        return subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        return subprocess.Popen(
+            cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
     run = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
@@ -140,5 +167,11 @@ def test_one_process_touches_no_process_group(monkeypatch):
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     d = Dist()
-    assert not d.enabled and d.is_main and d.gather(3) == [3] and d.broadcast("x") == "x" and d.shard([1, 2, 3]) == [1, 2, 3]
+    assert (
+        not d.enabled
+        and d.is_main
+        and d.gather(3) == [3]
+        and d.broadcast("x") == "x"
+        and d.shard([1, 2, 3]) == [1, 2, 3]
+    )
     assert not torch.distributed.is_initialized()

@@ -12,8 +12,11 @@ from agents.tiny_model import build_tiny_model, tiny_model_dir
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    texts = ["Find me green tea with lemon flavor", "<think>ok</think><action>click[buy now]</action>",
-             "Answer the given question. Question: who founded the Voukecil Institute?"] * 50
+    texts = [
+        "Find me green tea with lemon flavor",
+        "<think>ok</think><action>click[buy now]</action>",
+        "Answer the given question. Question: who founded the Voukecil Institute?",
+    ] * 50
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), texts, vocab_size=600, num_hidden_layers=1)
 
 
@@ -28,9 +31,11 @@ def test_loads_as_a_qwen3_checkpoint(model_dir):
     assert tok.decode(tok("Find me green tea")["input_ids"]) == "Find me green tea"
 
 
-CONVS = [[{"role": "user", "content": "Find me green tea"}],
-         [{"role": "user", "content": "Answer the given question. Question: who founded the Voukecil Institute?"}],
-         [{"role": "system", "content": "be brief"}, {"role": "user", "content": "click"}]]
+CONVS = [
+    [{"role": "user", "content": "Find me green tea"}],
+    [{"role": "user", "content": "Answer the given question. Question: who founded the Voukecil Institute?"}],
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "click"}],
+]
 
 
 def test_batched_greedy_equals_one_by_one(model_dir):
@@ -49,7 +54,7 @@ def test_sampled_logprobs_are_the_models(model_dir):
     (c,) = b.chat(CONVS[:1], temperature=1.0)
     ids = torch.tensor([c.prompt_token_ids + c.token_ids])
     with torch.no_grad():
-        logits = b.model(ids).logits[0, len(c.prompt_token_ids) - 1:-1]
+        logits = b.model(ids).logits[0, len(c.prompt_token_ids) - 1 : -1]
     ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(c.token_ids)[:, None])[:, 0]
     assert torch.allclose(ref, torch.tensor(c.logprobs), atol=1e-4)
 

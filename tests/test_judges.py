@@ -20,7 +20,10 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "judges"
 def group_for(env_id):
     env = gym.make(env_id, split="test")
     if env_id == "prover/WebShop-v0":
-        bad = SlipPolicy(lambda a: a.startswith("click[") and a not in ("click[buy now]",) and not a.startswith("click[b0"), "click[buy now]")
+        bad = SlipPolicy(
+            lambda a: a.startswith("click[") and a not in ("click[buy now]",) and not a.startswith("click[b0"),
+            "click[buy now]",
+        )
         seed = next(s for s in range(50) if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"])
     else:
         bad = SlipPolicy(lambda a: a.startswith("search["), "answer[nobody at all]")
@@ -55,8 +58,10 @@ def test_side_failed_and_any(group, kind):
     assert p.valid_for(trajs) and not trajs[p.trajectory].won
     if kind != "random":
         assert (p.trajectory, p.start) == (1, pivot)
-    sides = {trajs[judges.make({"kind": "random", "side": "any", "seed": s}).propose(trajs).trajectory].won
-             for s in range(12)}
+    sides = {
+        trajs[judges.make({"kind": "random", "side": "any", "seed": s}).propose(trajs).trajectory].won
+        for s in range(12)
+    }
     assert sides == {True, False}  # side=any: any trajectory of the group, whatever its outcome
     with pytest.raises(ValueError, match="side="):
         judges.make({"kind": kind, "side": "winners"})
@@ -82,7 +87,9 @@ def _llm(url):
 
 def test_llm_judge_valid_reply_and_prompt(chat_server, group):
     trajs, pivot = group
-    ChatHandler.plan = [{"content": 'Sure! {"trajectory": 0, "start": %d, "end": %d, "reason": "chose well"}' % (pivot, pivot)}]
+    ChatHandler.plan = [
+        {"content": 'Sure! {"trajectory": 0, "start": %d, "end": %d, "reason": "chose well"}' % (pivot, pivot)}
+    ]
     judge = _llm(chat_server)
     assert judge.propose(trajs) == Proposal(0, pivot, pivot, "chose well")
     prompt = ChatHandler.seen[0]["body"]["messages"][0]["content"]
@@ -90,16 +97,34 @@ def test_llm_judge_valid_reply_and_prompt(chat_server, group):
     assert "ONE successful attempt that most likely made it succeed" in prompt
     assert ChatHandler.seen[0]["body"]["temperature"] == 0.0
     # side=failed asks for the mistake and accepts only a failed attempt
-    ChatHandler.plan = [{"content": '{"trajectory": 0, "start": 0, "end": 0}'},
-                        {"content": '{"trajectory": 1, "start": %d, "end": %d}' % (pivot, pivot)}]
-    failed_side = judges.make({"kind": "openai", "model": "tiny", "base_url": chat_server, "backoff": 0.01,
-                               "max_retries": 1, "side": "failed"})
+    ChatHandler.plan = [
+        {"content": '{"trajectory": 0, "start": 0, "end": 0}'},
+        {"content": '{"trajectory": 1, "start": %d, "end": %d}' % (pivot, pivot)},
+    ]
+    failed_side = judges.make(
+        {
+            "kind": "openai",
+            "model": "tiny",
+            "base_url": chat_server,
+            "backoff": 0.01,
+            "max_retries": 1,
+            "side": "failed",
+        }
+    )
     assert failed_side.propose(trajs) == Proposal(1, pivot, pivot, "") and failed_side.stats["malformed"] == 1
     assert "ONE failed attempt that most likely made it fail" in ChatHandler.seen[-2]["body"]["messages"][0]["content"]
 
 
-@pytest.mark.parametrize("first", ["no json here", '{"trajectory": 1, "start": 0, "end": 0}',
-                                   '{"trajectory": 0, "start": 5, "end": 99}', '{"trajectory": "x"}', "{broken"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "no json here",
+        '{"trajectory": 1, "start": 0, "end": 0}',
+        '{"trajectory": 0, "start": 5, "end": 99}',
+        '{"trajectory": "x"}',
+        "{broken",
+    ],
+)
 def test_llm_judge_retries_once_then_accepts(chat_server, group, first):
     trajs, _ = group
     ChatHandler.plan = [{"content": first}, {"content": json.dumps({"trajectory": 0, "start": 0, "end": 0})}]
@@ -123,7 +148,10 @@ def test_precision_against_the_oracle(group):
     from judges.evaluate import precision_against_oracle
 
     trajs, pivot = group
-    assert precision_against_oracle(judges.make({"kind": "first_divergence", "side": "failed"}), [trajs])["precision"] == 1.0
+    assert (
+        precision_against_oracle(judges.make({"kind": "first_divergence", "side": "failed"}), [trajs])["precision"]
+        == 1.0
+    )
 
     class WrongTurn:
         def propose(self, g):
@@ -137,16 +165,23 @@ def test_precision_against_the_oracle(group):
 
 
 def _agentic(url, **kw):
-    return judges.make({"kind": "agentic", **kw, "backend": {"kind": "openai", "model": "tiny", "base_url": url,
-                                                             "backoff": 0.01, "max_retries": 1}})
+    return judges.make(
+        {
+            "kind": "agentic",
+            **kw,
+            "backend": {"kind": "openai", "model": "tiny", "base_url": url, "backoff": 0.01, "max_retries": 1},
+        }
+    )
 
 
 def test_agentic_judge_uses_tools_then_proposes(chat_server, group):
     trajs, pivot = group
-    ChatHandler.plan = [{"tool_calls": [("compare", {"a": 0, "b": 1})]},
-                        {"tool_calls": [("view_turn", {"trajectory": 1, "turn": pivot})]},
-                        {"tool_calls": [("propose_segment", {"trajectory": 1, "start": 0, "end": 0})]},  # a failure: refused
-                        {"tool_calls": [("propose_segment", {"trajectory": 0, "start": pivot, "end": pivot, "reason": "good"})]}]
+    ChatHandler.plan = [
+        {"tool_calls": [("compare", {"a": 0, "b": 1})]},
+        {"tool_calls": [("view_turn", {"trajectory": 1, "turn": pivot})]},
+        {"tool_calls": [("propose_segment", {"trajectory": 1, "start": 0, "end": 0})]},  # a failure: refused
+        {"tool_calls": [("propose_segment", {"trajectory": 0, "start": pivot, "end": pivot, "reason": "good"})]},
+    ]
     judge = _agentic(chat_server)
     assert judge.propose(trajs) == Proposal(0, pivot, pivot, "good")
     assert judge.stats["tool_calls"] == 4 and judge.stats["invalid_proposals"] == 1
@@ -159,8 +194,13 @@ def test_agentic_judge_uses_tools_then_proposes(chat_server, group):
 
 def test_agentic_judge_text_tool_calls_and_limits(chat_server, group):
     trajs, pivot = group
-    ChatHandler.plan = [{"content": "thinking..."},
-                        {"content": '<tool_call>{"name": "propose_segment", "arguments": {"trajectory": 1, "start": %d, "end": %d}}</tool_call>' % (pivot, pivot)}]
+    ChatHandler.plan = [
+        {"content": "thinking..."},
+        {
+            "content": '<tool_call>{"name": "propose_segment", "arguments": {"trajectory": 1, "start": %d, "end": %d}}</tool_call>'
+            % (pivot, pivot)
+        },
+    ]
     assert _agentic(chat_server, side="failed").propose(trajs) == Proposal(1, pivot, pivot, "")
     ChatHandler.plan = [{"tool_calls": [("view_turn", {"trajectory": 9, "turn": 0})]}] * 3
     judge = _agentic(chat_server, max_calls=3)
@@ -185,5 +225,7 @@ def test_agentic_judge_over_the_tiny_hf_model_is_bounded(group, tmp_path):
 
     trajs, _ = group
     model = build_tiny_model(tmp_path / "m", ["<tool_call>{}</tool_call>"] * 20, vocab_size=300, num_hidden_layers=1)
-    judge = judges.make({"kind": "agentic", "max_calls": 2, "backend": {"kind": "hf", "model_path": str(model), "max_tokens": 4}})
+    judge = judges.make(
+        {"kind": "agentic", "max_calls": 2, "backend": {"kind": "hf", "model_path": str(model), "max_tokens": 4}}
+    )
     assert judge.propose(trajs) is None and judge.stats["calls"] == 2

@@ -22,8 +22,9 @@ ENVS = ["searchqa", "webshop", "alfworld"]
 
 def _run(args, out, timeout=600, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(RUN + args + ["--out", str(out)], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env, **kw)
+    return subprocess.run(
+        RUN + args + ["--out", str(out)], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,16 @@ def smoke(tmp_path_factory):
 
 def test_smoke_tables(smoke):
     out, proc, seconds = smoke
-    for name in ("leaderboard.md", "leaderboard.csv", "leaderboard.json", "leaderboard.html", "results.sqlite",
-                 "learning_curves.png", "task_types.png", "judge_precision.png"):
+    for name in (
+        "leaderboard.md",
+        "leaderboard.csv",
+        "leaderboard.json",
+        "leaderboard.html",
+        "results.sqlite",
+        "learning_curves.png",
+        "task_types.png",
+        "judge_precision.png",
+    ):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     assert {(r["env"], r["method"]) for r in rows} == {(e, m) for e in ENVS for m in METHODS}
@@ -55,24 +64,37 @@ def test_smoke_tables(smoke):
     assert all(a["extra_tokens_ratio"] is not None and a["extra_tokens_ratio"] >= 0 for a in prover)
     md = (out / "leaderboard.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| method"))
-    for col in ("searchqa success", "webshop score", "webshop success", "alfworld success", "average success",
-                "vs GRPO (relative)", "ProVer extra tokens"):
+    for col in (
+        "searchqa success",
+        "webshop score",
+        "webshop success",
+        "alfworld success",
+        "average success",
+        "vs GRPO (relative)",
+        "ProVer extra tokens",
+    ):
         assert col in header
     # judge precision is measured by verification, for every kind of the preset, the exhaustive bound included
-    assert "## Judge precision by verification" in md and "| env | judge | groups | proposals | precision | mean A_seg | agreement |" in md
+    assert (
+        "## Judge precision by verification" in md
+        and "| env | judge | groups | proposals | precision | mean A_seg | agreement |" in md
+    )
     judges_seen = {p["judge"] for p in doc["judge_precision"]}
     assert judges_seen == {"random", "first_divergence", "oracle", "exhaustive"}
     assert all(p["continuation"].startswith("noisy expert") for p in doc["judge_precision"])
     assert "pick_and_place_simple" in md  # ALFWorld's per-task-type table
     # paired differences with intervals and a verdict in words, ProVer vs GRPO among them
     assert "## Differences, paired by eval task and seed" in md
-    assert any(line.startswith("- prover vs grpo (") and ("within noise" in line or "higher" in line or "lower" in line)
-               for line in md.splitlines())
+    assert any(
+        line.startswith("- prover vs grpo (") and ("within noise" in line or "higher" in line or "lower" in line)
+        for line in md.splitlines()
+    )
     assert "prover vs grpo" in proc.stdout
-    assert all(set(r["extra"]["outcomes"].values()) <= {0, 1} and len(r["extra"]["outcomes"]) == 4
-               for r in doc["results"])
+    assert all(
+        set(r["extra"]["outcomes"].values()) <= {0, 1} and len(r["extra"]["outcomes"]) == 4 for r in doc["results"]
+    )
     page = (out / "leaderboard.html").read_text()
-    assert "class=\"sortable\"" in page and "data:image/png;base64," in page and "<script>" in page
+    assert 'class="sortable"' in page and "data:image/png;base64," in page and "<script>" in page
     with sqlite3.connect(out / "results.sqlite") as db:
         n = db.execute("SELECT COUNT(*) FROM results WHERE preset='smoke'").fetchone()[0]
         assert n == len(ENVS) * len(METHODS)
@@ -100,8 +122,9 @@ def test_resume_after_kill(tmp_path):
     out = tmp_path / "lb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     args = RUN + ["--preset", "smoke", "--envs", "webshop", "--out", str(out), "--jobs", "2"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env, start_new_session=True
+    )
     db_path = out / "results.sqlite"
     deadline = time.time() + 300
     first = 0
@@ -140,8 +163,14 @@ def test_bad_preset_and_flags(tmp_path):
     proc = _run(["--preset", "smoke", "--methods", "dance"], tmp_path / "o3")
     assert proc.returncode == 2 and "unknown method 'dance'" in proc.stderr
     env = {k: v for k, v in os.environ.items() if k != "SEARCHQA_DATA"}
-    proc = subprocess.run(RUN + ["--preset", "paper", "--envs", "searchqa", "--out", str(tmp_path / "o4")],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        RUN + ["--preset", "paper", "--envs", "searchqa", "--out", str(tmp_path / "o4")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.returncode == 2 and "SEARCHQA_DATA" in proc.stderr
 
 
@@ -156,8 +185,14 @@ def test_eval_only_with_an_openai_compatible_endpoint(tmp_path, chat_server):
     policy.write_text(f"kind: openai\nname: my-model\nmodel: my-model\nbase_url: {url}\napi_key_env: LB_TEST_KEY\n")
     env = {**os.environ, "LB_TEST_KEY": secret}
     out = tmp_path / "out"
-    proc = subprocess.run(RUN + ["--preset", "smoke", "--envs", "alfworld", "--eval-only", "--policy", str(policy),
-                                 "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        RUN + ["--preset", "smoke", "--envs", "alfworld", "--eval-only", "--policy", str(policy), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     assert [(r["env"], r["method"]) for r in rows] == [("alfworld", "my-model")]
@@ -176,7 +211,11 @@ def test_presets_load(name, monkeypatch):
     monkeypatch.setenv("ALFWORLD_DATA", "/data/alfworld")
     p = load_preset(name)
     assert p["name"] == name and set(p["envs"]) == set(ENVS)
-    assert {e["env_id"] for e in p["envs"].values()} == {"prover/SearchQA-v0", "prover/WebShop-v0", "prover/ALFWorld-v0"}
+    assert {e["env_id"] for e in p["envs"].values()} == {
+        "prover/SearchQA-v0",
+        "prover/WebShop-v0",
+        "prover/ALFWorld-v0",
+    }
     if name == "paper":
         assert p["envs"]["alfworld"]["eval_kwargs"]["data"] == "/data/alfworld/json_2.1.1"
 
@@ -186,9 +225,24 @@ def test_superseded_rows_are_not_averaged_in(tmp_path):
     from leaderboards.db import ResultsDB
 
     db = ResultsDB(tmp_path / "r.sqlite")
-    base = {"preset": "p", "env": "alfworld", "env_id": "prover/ALFWorld-v0", "method": "grpo", "split": "test",
-            "seed": 0, "commit_id": None, "episodes": 4, "score": 0.0, "groups": {}, "env_steps": 1, "tokens": 1,
-            "invalid_actions": 0, "train_seconds": 0.0, "eval_seconds": 0.0, "extra": {}}
+    base = {
+        "preset": "p",
+        "env": "alfworld",
+        "env_id": "prover/ALFWorld-v0",
+        "method": "grpo",
+        "split": "test",
+        "seed": 0,
+        "commit_id": None,
+        "episodes": 4,
+        "score": 0.0,
+        "groups": {},
+        "env_steps": 1,
+        "tokens": 1,
+        "invalid_actions": 0,
+        "train_seconds": 0.0,
+        "eval_seconds": 0.0,
+        "extra": {},
+    }
     db.put({**base, "key": "old", "config_hash": "a", "success": 0.25, "created": 1.0})
     db.put({**base, "key": "new", "config_hash": "b", "success": 0.75, "created": 2.0})
     rows = db.results("p")
@@ -208,17 +262,26 @@ def test_a_results_file_from_before_verified_precision_opens_and_takes_new_rows(
 
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(str(path))
-    conn.execute("CREATE TABLE judge_precision (key TEXT PRIMARY KEY, preset TEXT NOT NULL, env TEXT NOT NULL, "
-                 "judge TEXT NOT NULL, config_hash TEXT NOT NULL, groups INTEGER NOT NULL, proposals INTEGER NOT NULL, "
-                 "hits INTEGER NOT NULL, precision REAL, created REAL NOT NULL)")
+    conn.execute(
+        "CREATE TABLE judge_precision (key TEXT PRIMARY KEY, preset TEXT NOT NULL, env TEXT NOT NULL, "
+        "judge TEXT NOT NULL, config_hash TEXT NOT NULL, groups INTEGER NOT NULL, proposals INTEGER NOT NULL, "
+        "hits INTEGER NOT NULL, precision REAL, created REAL NOT NULL)"
+    )
     conn.execute("INSERT INTO judge_precision VALUES ('old', 'p', 'webshop', 'oracle', 'h', 2, 2, 2, 1.0, 1.0)")
     conn.commit()
     conn.close()
     db = ResultsDB(path)
-    assert db.precisions("p") == [{"env": "webshop", "judge": "oracle", "groups": 2, "proposals": 2, "hits": 2,
-                                   "precision": 1.0}]
-    db.put_precision("new", "p", "webshop", "oracle", "h2", {"groups": 2, "proposals": 2, "hits": 1, "precision": 0.5,
-                                                              "agreement": 1.0})
+    assert db.precisions("p") == [
+        {"env": "webshop", "judge": "oracle", "groups": 2, "proposals": 2, "hits": 2, "precision": 1.0}
+    ]
+    db.put_precision(
+        "new",
+        "p",
+        "webshop",
+        "oracle",
+        "h2",
+        {"groups": 2, "proposals": 2, "hits": 1, "precision": 0.5, "agreement": 1.0},
+    )
     assert db.precisions("p")[0]["agreement"] == 1.0
     db.close()
 
@@ -229,14 +292,29 @@ def test_report_states_paired_differences_with_intervals_and_says_when_within_no
 
     def row(env, method, wins):
         outcomes = {f"t{i}": w for i, w in enumerate(wins)}
-        return {"env": env, "method": method, "seed": 0, "success": sum(wins) / len(wins), "score": 0.0,
-                "groups": {}, "episodes": len(wins), "extra": {"outcomes": outcomes}, "train_seconds": 0.0,
-                "eval_seconds": 0.0, "tokens": 0, "env_steps": 0}
+        return {
+            "env": env,
+            "method": method,
+            "seed": 0,
+            "success": sum(wins) / len(wins),
+            "score": 0.0,
+            "groups": {},
+            "episodes": len(wins),
+            "extra": {"outcomes": outcomes},
+            "train_seconds": 0.0,
+            "eval_seconds": 0.0,
+            "tokens": 0,
+            "env_steps": 0,
+        }
 
     n = 200
-    rows = [row("a", "sft", [i % 2 for i in range(n)]), row("a", "grpo", [1] * n),          # +50 points
-            row("a", "prover", [1] * (n - 1) + [0]),                                          # -0.5: noise
-            row("b", "grpo", [i % 2 for i in range(n)]), row("b", "prover", [i % 2 for i in range(n)])]
+    rows = [
+        row("a", "sft", [i % 2 for i in range(n)]),
+        row("a", "grpo", [1] * n),  # +50 points
+        row("a", "prover", [1] * (n - 1) + [0]),  # -0.5: noise
+        row("b", "grpo", [i % 2 for i in range(n)]),
+        row("b", "prover", [i % 2 for i in range(n)]),
+    ]
     comps = {(c["a"], c["b"], c["env"]): c for c in comparisons(rows, ["a", "b"])}
     assert comps[("grpo", "sft", "a")]["verdict"].startswith("higher: +50.0 points")
     assert comps[("prover", "grpo", "a")]["verdict"].startswith("within noise")

@@ -31,7 +31,9 @@ def test_round_trip_through_the_format_wins(env_id):
     env = gym.make(env_id, split="test")
     backend = TaggedExpert(env)
     traj = rollout(env, LLMPolicy(backend, env_id=env_id), seed=5)
-    assert traj.won and all(t.valid and t.policy_mask == [1, 1, 1] and t.logprobs == [-0.1, -0.2, -0.3] for t in traj.turns)
+    assert traj.won and all(
+        t.valid and t.policy_mask == [1, 1, 1] and t.logprobs == [-0.1, -0.2, -0.3] for t in traj.turns
+    )
     if env_id == "prover/SearchQA-v0":
         # Search-R1: one growing transcript; the fake <information> the model wrote is cut away
         messages, prefixes = backend.calls[1]
@@ -46,10 +48,13 @@ def test_round_trip_through_the_format_wins(env_id):
 def test_tiny_hf_model_rollout_records_tokens(tmp_path):
     from agents.tiny_model import build_tiny_model
 
-    model = build_tiny_model(tmp_path / "m", ["<think>x</think><action>click[buy now]</action>"] * 30, vocab_size=300,
-                             num_hidden_layers=1)
+    model = build_tiny_model(
+        tmp_path / "m", ["<think>x</think><action>click[buy now]</action>"] * 30, vocab_size=300, num_hidden_layers=1
+    )
     env = gym.make("prover/WebShop-v0", split="test", max_steps=4)
-    policy = LLMPolicy(make_backend({"kind": "hf", "model_path": str(model), "max_tokens": 6}), env_id="prover/WebShop-v0")
+    policy = LLMPolicy(
+        make_backend({"kind": "hf", "model_path": str(model), "max_tokens": 6}), env_id="prover/WebShop-v0"
+    )
     traj = rollout(env, policy, seed=0)
     assert traj.truncated or traj.terminated
     for t in traj.turns:

@@ -11,8 +11,9 @@ SECRET = "sk-test-SECRET-do-not-log-0123456789"
 
 def backend(url, monkeypatch, **kw):
     monkeypatch.setenv("PG_TEST_KEY", SECRET)
-    return make_backend({"kind": "openai", "model": "tiny", "base_url": url, "api_key_env": "PG_TEST_KEY",
-                         "backoff": 0.01, **kw})
+    return make_backend(
+        {"kind": "openai", "model": "tiny", "base_url": url, "api_key_env": "PG_TEST_KEY", "backoff": 0.01, **kw}
+    )
 
 
 def test_batch_of_conversations_and_auth(chat_server, monkeypatch):
@@ -59,6 +60,13 @@ def test_timeout_and_server_down(chat_server, monkeypatch):
 def test_remote_url_without_key_is_refused(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     with pytest.raises(ValueError, match="NO_SUCH_KEY_VAR"):
-        make_backend({"kind": "openai", "model": "m", "base_url": "https://api.example.invalid/v1", "api_key_env": "NO_SUCH_KEY_VAR"})
+        make_backend(
+            {
+                "kind": "openai",
+                "model": "m",
+                "base_url": "https://api.example.invalid/v1",
+                "api_key_env": "NO_SUCH_KEY_VAR",
+            }
+        )
     with pytest.raises(ValueError, match="backend kind"):
         make_backend({"kind": "gpt5"})

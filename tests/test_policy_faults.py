@@ -20,8 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _policy(url, **kw):
-    backend = make_backend({"kind": "openai", "model": "m", "base_url": url, "max_retries": 1, "backoff": 0.0,
-                            "timeout": 0.5, "concurrency": 4})
+    backend = make_backend(
+        {
+            "kind": "openai",
+            "model": "m",
+            "base_url": url,
+            "max_retries": 1,
+            "backoff": 0.0,
+            "timeout": 0.5,
+            "concurrency": 4,
+        }
+    )
     return LLMPolicy(backend, env_id="prover/SearchQA-v0", **kw)
 
 
@@ -45,8 +54,10 @@ def test_failed_requests_cost_one_turn_each_and_are_counted(chat_server, bundled
     second = [s["body"] for s in ChatHandler.seen[4:]]
     assert len(second) == 4 and all(b["messages"][-1]["role"] == "assistant" for b in second)
     assert all(b["continue_final_message"] is True and b["add_generation_prompt"] is False for b in second)
-    assert all(b["messages"][-1]["role"] == "user" and "continue_final_message" not in b for b in
-               [s["body"] for s in ChatHandler.seen[:4]])
+    assert all(
+        b["messages"][-1]["role"] == "user" and "continue_final_message" not in b
+        for b in [s["body"] for s in ChatHandler.seen[:4]]
+    )
 
 
 def test_a_server_that_fails_everything_stops_the_policy(chat_server, bundled_dir):
@@ -61,11 +72,30 @@ def test_a_server_that_fails_everything_stops_the_policy(chat_server, bundled_di
 def test_leaderboard_eval_against_a_dead_server_exits_3_and_writes_no_row(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     policy = tmp_path / "policy.yaml"
-    policy.write_text(f"kind: openai\nname: dead\nmodel: dead\nbase_url: {url}\nmax_retries: 1\nbackoff: 0\ntimeout: 2\n")
+    policy.write_text(
+        f"kind: openai\nname: dead\nmodel: dead\nbase_url: {url}\nmax_retries: 1\nbackoff: 0\ntimeout: 2\n"
+    )
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "leaderboards/run.py", "--preset", "smoke", "--envs", "searchqa",
-                           "--eval-only", "--policy", str(policy), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=dict(os.environ))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "leaderboards/run.py",
+            "--preset",
+            "smoke",
+            "--envs",
+            "searchqa",
+            "--eval-only",
+            "--policy",
+            str(policy),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert "failed all 8 requests" in proc.stderr and "run the same command again" in proc.stderr
     import sqlite3

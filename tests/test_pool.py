@@ -55,8 +55,10 @@ def test_pool_argument_errors(bundled_dir):
 
 
 def test_webshop_in_a_process_pool_matches_in_process():
-    with EnvPool("prover/WebShop-v0", 2, backend="process", split="test") as pool, \
-            EnvPool("prover/WebShop-v0", 2, backend="sync", split="test") as ref:
+    with (
+        EnvPool("prover/WebShop-v0", 2, backend="process", split="test") as pool,
+        EnvPool("prover/WebShop-v0", 2, backend="sync", split="test") as ref,
+    ):
         assert expert_batch_rollout(pool, [7, 8]) == expert_batch_rollout(ref, [7, 8])
         pool.reset(seeds=[1, 2])
         pool.step(pool.expert_actions())

@@ -9,8 +9,10 @@ def _run(code: str) -> str:
 
 
 def test_gym_make_after_import_gymnasium_alone(bundled_dir):
-    out = _run("import gymnasium as gym; env = gym.make('prover/SearchQA-v0', split='test'); "
-               "print(type(env.unwrapped).__name__, env.reset(seed=0)[1]['task_id'])")
+    out = _run(
+        "import gymnasium as gym; env = gym.make('prover/SearchQA-v0', split='test'); "
+        "print(type(env.unwrapped).__name__, env.reset(seed=0)[1]['task_id'])"
+    )
     assert out.split()[0] == "SearchQAEnv"
 
 

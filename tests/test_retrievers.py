@@ -81,8 +81,11 @@ def test_bm25_index_cache_is_reused_and_corrupt_cache_rebuilt(tmp_path):
 @pytest.fixture(scope="module")
 def server(bundled_dir):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "prover_gym.searchqa.serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prover_gym.searchqa.serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     wait_for_http(proc, url + "/health")
     yield url
@@ -148,8 +151,17 @@ class _Flaky(BaseHTTPRequestHandler):
             return
         if kind == "slow":
             time.sleep(1.5)
-        payload = b'{"result": [[{"document": {"id": "1"' if kind == "truncated" else json.dumps(
-            {"result": [[{"document": {"id": "7", "contents": '"T"\ntext'}, "score": 1.5}] for _ in body["queries"]]}).encode()
+        payload = (
+            b'{"result": [[{"document": {"id": "1"'
+            if kind == "truncated"
+            else json.dumps(
+                {
+                    "result": [
+                        [{"document": {"id": "7", "contents": '"T"\ntext'}, "score": 1.5}] for _ in body["queries"]
+                    ]
+                }
+            ).encode()
+        )
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -223,8 +235,10 @@ def test_server_under_concurrent_clients_from_several_processes(server):
     lat = sorted(x for r in results for x in r[0])
     errors = sum(r[1] for r in results)
     p50, p95, p99 = (lat[int(q * (len(lat) - 1))] * 1000 for q in (0.5, 0.95, 0.99))
-    print(f"\nretrieval server: {len(lat)} requests from 3 processes, p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-          f"p99 {p99:.1f} ms, errors {errors}")
+    print(
+        f"\nretrieval server: {len(lat)} requests from 3 processes, p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+        f"p99 {p99:.1f} ms, errors {errors}"
+    )
     assert errors == 0 and len(lat) >= 30
     assert p99 < 2000
 
@@ -234,8 +248,14 @@ def test_a_server_down_is_not_charged_to_the_agent_and_a_retry_continues(flaky, 
     stays as before (step counter, turns, snapshot); timeout and retries are gym.make kwargs; a retry works."""
     from prover_gym import snapshot
 
-    env = gym.make("prover/SearchQA-v0", split="test", retriever="http", search_url=flaky, retriever_timeout=0.3,
-                   retriever_retries=2)
+    env = gym.make(
+        "prover/SearchQA-v0",
+        split="test",
+        retriever="http",
+        search_url=flaky,
+        retriever_timeout=0.3,
+        retriever_retries=2,
+    )
     obs, info = env.reset(seed=3)
     before = snapshot(env).state
     _Flaky.plan = [500, 500]
@@ -254,9 +274,14 @@ def test_a_server_down_is_not_charged_to_the_agent_and_a_retry_continues(flaky, 
         gym.make("prover/SearchQA-v0", split="test", retriever="http", search_url=flaky, retriever_retries=0)
 
 
-@pytest.mark.parametrize("payload, field", [({"result": ["str"]}, "a result is str"),
-                                            ({"result": [[{"document": "x"}]]}, "'document' is str"),
-                                            ({"result": [[{"document": {"contents": "c"}, "score": "high"}]]}, "'score'")])
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"result": ["str"]}, "a result is str"),
+        ({"result": [[{"document": "x"}]]}, "'document' is str"),
+        ({"result": [[{"document": {"contents": "c"}, "score": "high"}]]}, "'score'"),
+    ],
+)
 def test_malformed_answers_are_retriever_errors_naming_the_field(payload, field):
     class Fake:
         text = json.dumps(payload)

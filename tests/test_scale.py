@@ -20,21 +20,30 @@ from trainers.verification import verify_segment
 
 ray = pytest.importorskip("ray")
 
-SMALL = ["env_kwargs={split: train, max_turns: 1}", "tasks_per_iteration=2", "group_size=2", "max_tokens=6",
-         "continuations=2", "progress=false"]
+SMALL = [
+    "env_kwargs={split: train, max_turns: 1}",
+    "tasks_per_iteration=2",
+    "group_size=2",
+    "max_tokens=6",
+    "continuations=2",
+    "progress=false",
+]
 
 
 @pytest.fixture(scope="module")
 def local_ray(bundled_dir):
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+    ray.init(
+        num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False, configure_logging=False
+    )
     yield
     ray.shutdown()
 
 
 def test_ray_pool_matches_in_process_and_survives_a_killed_actor(local_ray):
-    with EnvPool("prover/SearchQA-v0", 4, backend="ray", envs_per_worker=2, split="test", timeout=120) as pool, \
-            EnvPool("prover/SearchQA-v0", 4, backend="sync", split="test") as ref:
+    with (
+        EnvPool("prover/SearchQA-v0", 4, backend="ray", envs_per_worker=2, split="test", timeout=120) as pool,
+        EnvPool("prover/SearchQA-v0", 4, backend="sync", split="test") as ref,
+    ):
         assert len(pool._ray.actors) == 2
         assert expert_batch_rollout(pool, [1, 2, 3, 4]) == expert_batch_rollout(ref, [1, 2, 3, 4])
         # snapshots cross the actor boundary both ways, pickled: envs 0,1 (actor 0) get 2,3's states
@@ -82,8 +91,14 @@ def test_verification_fan_out_on_ray_actors_matches_in_process(local_ray, env_id
     with EnvPool(env_id, 4, backend="ray", envs_per_worker=4, split="test") as pool:
         remote = verify_segment(env, failed, proposal, ExpertPolicy(), m=2, pool=pool)
     local = verify_segment(env, failed, proposal, ExpertPolicy(), m=2)
-    assert (remote.a_seg, remote.success_before, remote.success_after) == (local.a_seg, local.success_before, local.success_after)
-    assert [[t.action for t in c.turns] for c in remote.continuations] == [[t.action for t in c.turns] for c in local.continuations]
+    assert (remote.a_seg, remote.success_before, remote.success_after) == (
+        local.a_seg,
+        local.success_before,
+        local.success_after,
+    )
+    assert [[t.action for t in c.turns] for c in remote.continuations] == [
+        [t.action for t in c.turns] for c in local.continuations
+    ]
     assert remote.extra_env_steps == local.extra_env_steps > 0
 
 
@@ -91,9 +106,18 @@ def test_trainer_on_ray_env_actors_matches_the_in_process_path(local_ray, tmp_pa
     runs = {}
     for backend in ("sync", "ray"):
         out = tmp_path / backend
-        trainer = Trainer(load_config(None, SMALL + ["iterations=2", f"pool_backend={backend}",
-                                                     "pool_options={envs_per_worker: 2}" if backend == "ray" else "pool_options={}",
-                                                     f"out_dir={out}"]))
+        trainer = Trainer(
+            load_config(
+                None,
+                SMALL
+                + [
+                    "iterations=2",
+                    f"pool_backend={backend}",
+                    "pool_options={envs_per_worker: 2}" if backend == "ray" else "pool_options={}",
+                    f"out_dir={out}",
+                ],
+            )
+        )
         trainer.run()
         if backend == "ray":
             assert len(trainer.pool()._ray.actors) == 2
@@ -112,7 +136,9 @@ def _peft_changed(trainer, before):
 def test_lora_trains_adapters_only_and_resumes_exactly(tmp_path, bundled_dir):
     lora = ["lora={r: 4, alpha: 8, target_modules: [q_proj, v_proj]}"]
     a, b = tmp_path / "a", tmp_path / "b"
-    trainer = Trainer(load_config(None, SMALL + lora + ["iterations=2", "sft_steps=2", "sft_episodes=1", f"out_dir={a}"]))
+    trainer = Trainer(
+        load_config(None, SMALL + lora + ["iterations=2", "sft_steps=2", "sft_episodes=1", f"out_dir={a}"])
+    )
     before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
     trainer.run()
     changed = _peft_changed(trainer, before)
@@ -122,7 +148,9 @@ def test_lora_trains_adapters_only_and_resumes_exactly(tmp_path, bundled_dir):
     assert (ckpt / "adapter_config.json").is_file() and not (ckpt / "model.safetensors").exists()
     # interrupted after 1 iteration, resumed: the same rows as the uninterrupted run
     Trainer(load_config(None, SMALL + lora + ["iterations=1", "sft_steps=2", "sft_episodes=1", f"out_dir={b}"])).run()
-    Trainer(load_config(None, SMALL + lora + ["iterations=2", "sft_steps=2", "sft_episodes=1", f"out_dir={b}"]), resume=True).run()
+    Trainer(
+        load_config(None, SMALL + lora + ["iterations=2", "sft_steps=2", "sft_episodes=1", f"out_dir={b}"]), resume=True
+    ).run()
     assert metric_rows(a) == metric_rows(b)
     # the adapter checkpoint loads for evaluation through the hf backend (base + adapter)
     from agents.backends.hf_backend import HFBackend
@@ -152,15 +180,26 @@ def test_lora_weights_stream_to_the_engine_without_a_model_copy(tmp_path, bundle
     """policy_weights: a LoRA policy's weights as plain HF names, base + delta per adapted layer (no
     deep copy of the model); the separate engine fed them scores sampled tokens as the learner does."""
     lora = ["lora={r: 4, alpha: 8, target_modules: [q_proj, v_proj]}"]
-    trainer = Trainer(load_config(None, SMALL + lora + ["iterations=1", "sft_steps=3", "sft_episodes=1",
-                                                         "rollout_engine={kind: hf}", f"out_dir={tmp_path}"]))
+    trainer = Trainer(
+        load_config(
+            None,
+            SMALL
+            + lora
+            + ["iterations=1", "sft_steps=3", "sft_episodes=1", "rollout_engine={kind: hf}", f"out_dir={tmp_path}"],
+        )
+    )
     rows = trainer.run()
     streamed = dict(trainer.policy_weights())
     merged = trainer.plain_model().state_dict()  # the deep-copy merge, as the reference
     assert streamed.keys() == merged.keys()
     assert max(float((streamed[k] - merged[k]).abs().max()) for k in merged) < 1e-6
-    assert any(not torch.equal(streamed[k], trainer.model.get_base_model().state_dict()[k.replace("q_proj.", "q_proj.base_layer.")])
-               for k in streamed if "q_proj.weight" in k)  # the adapters moved the merged weights
+    assert any(
+        not torch.equal(
+            streamed[k], trainer.model.get_base_model().state_dict()[k.replace("q_proj.", "q_proj.base_layer.")]
+        )
+        for k in streamed
+        if "q_proj.weight" in k
+    )  # the adapters moved the merged weights
     assert rows[-1]["rollout_logprob_gap_max"] < 1e-4  # the engine's log-probs are the learner's
 
 
@@ -172,8 +211,11 @@ def test_recomputed_logprobs_match_the_samplers(tmp_path, bundled_dir):
     trainer = Trainer(load_config(None, SMALL + [f"out_dir={tmp_path}"]))
     groups = trainer.collect()
     trajs = [t for g in groups for t in g]
-    samples = [s for s in turn_samples(trajs, [[1.0] * len(t.turns) for t in trajs], trainer.backend.tokenizer)
-               if any(s.policy_mask)]
+    samples = [
+        s
+        for s in turn_samples(trajs, [[1.0] * len(t.turns) for t in trajs], trainer.backend.tokenizer)
+        if any(s.policy_mask)
+    ]
     batch = collate(samples, trainer.backend.tokenizer.pad_token_id)
     with torch.no_grad():
         mine = token_logprobs(trainer.model, batch, batch["policy_mask"])

@@ -8,7 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prover_gym.searchqa.data import DataError, load_corpus_jsonl, load_flashrag_jsonl, load_questions, load_searchr1_parquet
+from prover_gym.searchqa.data import (
+    DataError,
+    load_corpus_jsonl,
+    load_flashrag_jsonl,
+    load_questions,
+    load_searchr1_parquet,
+)
 
 TEMPLATE = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get new "
@@ -19,7 +25,10 @@ TEMPLATE = (
 )
 
 CORPUS = [
-    {"id": "0", "contents": '"Evan Morris"\nEvan Morris Evan L. Morris (January 26, 1977 – July 9, 2015) was a lobbyist.'},
+    {
+        "id": "0",
+        "contents": '"Evan Morris"\nEvan Morris Evan L. Morris (January 26, 1977 – July 9, 2015) was a lobbyist.',
+    },
     {"id": "1", "contents": '"Citibank"\nCitibank is the consumer division of Citigroup, founded in 1812 in New York.'},
     {"id": "2", "contents": '"The Tale of ""Quotes"""\nA novel whose title has embedded quotes.'},
     {"id": "3", "contents": '"Hudson River"\nThe Hudson River flows through New York into the Atlantic.'},
@@ -36,24 +45,58 @@ def write_jsonl(path, rows, gz=False):
 @pytest.fixture
 def official_dir(tmp_path):
     write_jsonl(tmp_path / "corpus.jsonl.gz", CORPUS, gz=True)
-    write_jsonl(tmp_path / "test.jsonl", [
-        {"id": "test_0", "question": "when was citibank founded", "golden_answers": ["1812"], "metadata": {}},
-        {"id": "test_1", "question": "who was Evan Morris?", "golden_answers": ["lobbyist", "a lobbyist"]},
-        {"id": "test_2", "question": "Where does the river of the city of Citibank's founding flow into",
-         "golden_answers": ["Atlantic", "Atlantic Ocean"],
-         "metadata": {"question_decomposition": [
-             {"id": 1, "question": "where was Citibank founded", "answer": "New York", "paragraph_support_idx": 1},
-             {"id": 2, "question": "which river flows through #1", "answer": "Hudson River", "paragraph_support_idx": 3},
-             {"id": 3, "question": "where does #2 flow into", "answer": "Atlantic", "paragraph_support_idx": 3}]}},
-    ])
-    table = pa.Table.from_pylist([
-        {"data_source": "nq", "prompt": [{"role": "user", "content": TEMPLATE.format(q="when was citibank founded?")}],
-         "ability": "fact-reasoning", "reward_model": {"style": "rule", "ground_truth": {"target": ["1812"]}},
-         "extra_info": {"split": "train", "index": 0}},
-        {"data_source": "hotpotqa", "prompt": [{"role": "user", "content": TEMPLATE.format(q="where does the hudson flow?")}],
-         "ability": "fact-reasoning", "reward_model": {"style": "rule", "ground_truth": {"target": ["Atlantic", "the Atlantic Ocean"]}},
-         "extra_info": {"split": "train", "index": 1}},
-    ])
+    write_jsonl(
+        tmp_path / "test.jsonl",
+        [
+            {"id": "test_0", "question": "when was citibank founded", "golden_answers": ["1812"], "metadata": {}},
+            {"id": "test_1", "question": "who was Evan Morris?", "golden_answers": ["lobbyist", "a lobbyist"]},
+            {
+                "id": "test_2",
+                "question": "Where does the river of the city of Citibank's founding flow into",
+                "golden_answers": ["Atlantic", "Atlantic Ocean"],
+                "metadata": {
+                    "question_decomposition": [
+                        {
+                            "id": 1,
+                            "question": "where was Citibank founded",
+                            "answer": "New York",
+                            "paragraph_support_idx": 1,
+                        },
+                        {
+                            "id": 2,
+                            "question": "which river flows through #1",
+                            "answer": "Hudson River",
+                            "paragraph_support_idx": 3,
+                        },
+                        {
+                            "id": 3,
+                            "question": "where does #2 flow into",
+                            "answer": "Atlantic",
+                            "paragraph_support_idx": 3,
+                        },
+                    ]
+                },
+            },
+        ],
+    )
+    table = pa.Table.from_pylist(
+        [
+            {
+                "data_source": "nq",
+                "prompt": [{"role": "user", "content": TEMPLATE.format(q="when was citibank founded?")}],
+                "ability": "fact-reasoning",
+                "reward_model": {"style": "rule", "ground_truth": {"target": ["1812"]}},
+                "extra_info": {"split": "train", "index": 0},
+            },
+            {
+                "data_source": "hotpotqa",
+                "prompt": [{"role": "user", "content": TEMPLATE.format(q="where does the hudson flow?")}],
+                "ability": "fact-reasoning",
+                "reward_model": {"style": "rule", "ground_truth": {"target": ["Atlantic", "the Atlantic Ocean"]}},
+                "extra_info": {"split": "train", "index": 1},
+            },
+        ]
+    )
     pq.write_table(table, tmp_path / "train.parquet")
     return tmp_path
 
@@ -62,8 +105,11 @@ def test_flashrag_loader_and_musique_decomposition(official_dir):
     qs = load_flashrag_jsonl(official_dir / "test.jsonl", data_source="musique")
     assert [q.id for q in qs] == ["test_0", "test_1", "test_2"]
     assert qs[1].golden_answers == ("lobbyist", "a lobbyist") and qs[1].data_source == "musique"
-    assert qs[2].gold_queries == ("where was Citibank founded", "which river flows through New York",
-                                  "where does Hudson River flow into")
+    assert qs[2].gold_queries == (
+        "where was Citibank founded",
+        "which river flows through New York",
+        "where does Hudson River flow into",
+    )
 
 
 def test_searchr1_parquet_loader(official_dir):
@@ -74,11 +120,19 @@ def test_searchr1_parquet_loader(official_dir):
 
 
 def test_verl_agent_parquet_variant(tmp_path):
-    table = pa.Table.from_pylist([{
-        "data_source": "nq", "prompt": [{"role": "system", "content": "You are a helpful and harmless assistant."},
-                                        {"role": "user", "content": "who wrote x"}],
-        "env_kwargs": {"question": "who wrote x", "ground_truth": {"target": ["y"]}, "data_source": "nq"},
-        "extra_info": {"split": "test", "index": 7}}])
+    table = pa.Table.from_pylist(
+        [
+            {
+                "data_source": "nq",
+                "prompt": [
+                    {"role": "system", "content": "You are a helpful and harmless assistant."},
+                    {"role": "user", "content": "who wrote x"},
+                ],
+                "env_kwargs": {"question": "who wrote x", "ground_truth": {"target": ["y"]}, "data_source": "nq"},
+                "extra_info": {"split": "test", "index": 7},
+            }
+        ]
+    )
     pq.write_table(table, tmp_path / "test.parquet")
     (q,) = load_questions(tmp_path / "test.parquet")
     assert q.question == "who wrote x" and q.golden_answers == ("y",) and q.id == "nq_test_7"
@@ -86,15 +140,20 @@ def test_verl_agent_parquet_variant(tmp_path):
 
 def test_corpus_loader_gz_and_titles(official_dir):
     corpus = load_corpus_jsonl(official_dir / "corpus.jsonl.gz")
-    assert len(corpus) == 4 and corpus.title(2) == '"The Tale of ""Quotes"""' and corpus.text(1).startswith("Citibank is")
+    assert (
+        len(corpus) == 4 and corpus.title(2) == '"The Tale of ""Quotes"""' and corpus.text(1).startswith("Citibank is")
+    )
 
 
-@pytest.mark.parametrize("content, match", [
-    ('{"id": 1, "question": "q"}\n', "missing 'golden_answers'"),
-    ('{"id": 1, "question": "q", "golden_answers": []}\n', "golden answers must be a non-empty list"),
-    ('{"id": 1, "question": "q", "golden_answers": ["a"]}\n{broken\n', r"test.jsonl:2: not valid JSON"),
-    ('[1, 2]\n', "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ('{"id": 1, "question": "q"}\n', "missing 'golden_answers'"),
+        ('{"id": 1, "question": "q", "golden_answers": []}\n', "golden answers must be a non-empty list"),
+        ('{"id": 1, "question": "q", "golden_answers": ["a"]}\n{broken\n', r"test.jsonl:2: not valid JSON"),
+        ("[1, 2]\n", "expected a JSON object"),
+    ],
+)
 def test_malformed_questions_name_the_file_and_line(tmp_path, content, match):
     (tmp_path / "test.jsonl").write_text(content)
     with pytest.raises(DataError, match=match):

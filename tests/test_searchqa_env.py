@@ -48,7 +48,7 @@ def test_search_observation_is_searchr1_formatted(make_searchqa):
     action = env.unwrapped.expert_action()
     assert action.startswith("search[")
     obs, reward, term, trunc, info = env.step(action)
-    assert obs.startswith("\n\n<information>Doc 1(Title: \"") and obs.endswith("</information>\n\n")
+    assert obs.startswith('\n\n<information>Doc 1(Title: "') and obs.endswith("</information>\n\n")
     assert "\nDoc 2(Title: " in obs and "\nDoc 3(Title: " in obs
     assert reward == 0.0 and not term and not trunc
     assert info["n_searches"] == 1 and len(info["retrieved_ids"][0]) == 3
@@ -196,7 +196,9 @@ def test_bad_constructor_arguments_are_named():
 def test_data_sources_filter_is_an_easy_split(make_searchqa):
     env = make_searchqa(split="test", data_sources=["single_hop"])
     ids = env.unwrapped.task_ids()
-    assert len(ids) == 250 and all(env.reset(options={"task_id": t})[1]["data_source"] == "single_hop" for t in ids[:20])
+    assert len(ids) == 250 and all(
+        env.reset(options={"task_id": t})[1]["data_source"] == "single_hop" for t in ids[:20]
+    )
     full = make_searchqa(split="test")
     assert env.unwrapped.fingerprint() != full.unwrapped.fingerprint()
     with pytest.raises(ValueError, match="selects no question"):

@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from prover_gym import SnapshotError, branch, restore, snapshot
 
 ACTION = st.one_of(
-    st.builds(lambda q: f"search[{q}]", st.sampled_from(["University", "painter", "founded 1801", "Institute Press",
-                                                          "novel", "river", "zzqx", "the"])),
+    st.builds(
+        lambda q: f"search[{q}]",
+        st.sampled_from(["University", "painter", "founded 1801", "Institute Press", "novel", "river", "zzqx", "the"]),
+    ),
     st.builds(lambda a: f"answer[{a}]", st.sampled_from(["1921", "yes", "no", "nobody"])),
     st.text(max_size=30),
     st.just("EXPERT"),
@@ -39,7 +41,9 @@ def envs(bundled_dir):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10_000), prefix=st.lists(ACTION, max_size=4), suffix=st.lists(ACTION, min_size=1, max_size=6))
+@given(
+    seed=st.integers(0, 10_000), prefix=st.lists(ACTION, max_size=4), suffix=st.lists(ACTION, min_size=1, max_size=6)
+)
 def test_restore_replays_identically_also_in_a_fresh_env(envs, seed, prefix, suffix):
     env, other = envs
     env.reset(seed=seed)

@@ -31,7 +31,9 @@ def test_resume_continues_exactly(tmp_path, bundled_dir):
     a, b = tmp_path / "a", tmp_path / "b"
     Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={a}"])).run()
     Trainer(load_config(None, SMALL + ["iterations=2", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"])).run()
-    Trainer(load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"]), resume=True).run()
+    Trainer(
+        load_config(None, SMALL + ["iterations=3", "sft_steps=3", "sft_episodes=2", f"out_dir={b}"]), resume=True
+    ).run()
     assert metric_rows(a) == metric_rows(b) and len(metric_rows(a)) == 3
     wa, wb = _weights(a), _weights(b)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
@@ -66,13 +68,30 @@ def test_config_errors_name_the_key():
     assert cfg.method == "prover" and cfg.judge == {"kind": "oracle"} and cfg.beta == 0.5
 
 
-@pytest.mark.parametrize("method, judge, credited", [("prover", "first_divergence", 1), ("prover", "oracle", 1),
-                                                      ("prover_unverified", "first_divergence", 1), ("grpo", "first_divergence", 0)])
+@pytest.mark.parametrize(
+    "method, judge, credited",
+    [
+        ("prover", "first_divergence", 1),
+        ("prover", "oracle", 1),
+        ("prover_unverified", "first_divergence", 1),
+        ("grpo", "first_divergence", 0),
+    ],
+)
 def test_trainer_advantages_credit_the_won_runs_decision(tmp_path, bundled_dir, method, judge, credited):
     """Through the Trainer: the default (won-side) judge names the successful run's search; the expert's
     continuations verify it positive (V(after) = 1 > the group's 1/2) and the bonus is credited."""
-    trainer = Trainer(load_config(None, [f"method={method}", f"judge.kind={judge}", "continuations=2",
-                                         "env_kwargs={split: test, data_sources: [single_hop]}", f"out_dir={tmp_path}"]))
+    trainer = Trainer(
+        load_config(
+            None,
+            [
+                f"method={method}",
+                f"judge.kind={judge}",
+                "continuations=2",
+                "env_kwargs={split: test, data_sources: [single_hop]}",
+                f"out_dir={tmp_path}",
+            ],
+        )
+    )
     env = trainer.env
     good = rollout(env, ExpertPolicy(), seed=1)
     bad = rollout(env, SlipPolicy(lambda a: a.startswith("search["), "answer[wrong]"), seed=1)
@@ -85,14 +104,17 @@ def test_trainer_advantages_credit_the_won_runs_decision(tmp_path, bundled_dir, 
 
 def test_kl_to_the_reference_is_logged_and_the_reference_persists(tmp_path, bundled_dir):
     out = tmp_path / "kl"
-    t = Trainer(load_config(None, SMALL + ["iterations=1", "kl_coef=0.1", "sft_steps=2", "sft_episodes=1", f"out_dir={out}"]))
+    t = Trainer(
+        load_config(None, SMALL + ["iterations=1", "kl_coef=0.1", "sft_steps=2", "sft_episodes=1", f"out_dir={out}"])
+    )
     rows = t.run()
     assert "kl" in rows[0] and rows[0]["kl"] >= 0.0
     assert (out / "reference" / "config.json").is_file()
 
 
-def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secret(tmp_path, bundled_dir, chat_server,
-                                                                                   monkeypatch):
+def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secret(
+    tmp_path, bundled_dir, chat_server, monkeypatch
+):
     """The judge's server answers 500 to everything: ProVer credits nothing for that group, GRPO
     advantages stand, the failures are counted in the metrics, and the API key is in no file written."""
     from conftest import ChatHandler
@@ -102,9 +124,22 @@ def test_a_failing_judge_server_costs_proposals_not_training_and_keys_stay_secre
     ChatHandler.plan = [500] * 50
     out = tmp_path / "run"
     judge = f"judge={{kind: openai, model: j, base_url: '{chat_server}', api_key_env: JUDGE_TEST_KEY, max_retries: 1, backoff: 0.0}}"
-    trainer = Trainer(load_config(None, ["method=prover", "continuations=1", "env_kwargs={split: test}", judge,
-                                         "iterations=1", "tasks_per_iteration=1", "group_size=2", "max_tokens=6",
-                                         f"out_dir={out}"]))
+    trainer = Trainer(
+        load_config(
+            None,
+            [
+                "method=prover",
+                "continuations=1",
+                "env_kwargs={split: test}",
+                judge,
+                "iterations=1",
+                "tasks_per_iteration=1",
+                "group_size=2",
+                "max_tokens=6",
+                f"out_dir={out}",
+            ],
+        )
+    )
     env = trainer.env
     good = rollout(env, ExpertPolicy(), seed=1)
     bad = rollout(env, SlipPolicy(lambda a: a.startswith("search["), "answer[wrong]"), seed=1)
@@ -139,8 +174,21 @@ def test_several_updates_per_iteration_move_the_ratio(tmp_path, bundled_dir):
     """ppo_epochs x updates_per_epoch optimizer steps per batch: after the first, the policy differs
     from the sampler, so the clipped ratio (approx_kl_old) is no longer trivially 0."""
     out = tmp_path / "mu"
-    trainer = Trainer(load_config(None, SMALL + ["iterations=1", "ppo_epochs=2", "updates_per_epoch=2", "lr=1e-2",
-                                                 "tasks_per_iteration=4", "minibatch_size=2", f"out_dir={out}"]))
+    trainer = Trainer(
+        load_config(
+            None,
+            SMALL
+            + [
+                "iterations=1",
+                "ppo_epochs=2",
+                "updates_per_epoch=2",
+                "lr=1e-2",
+                "tasks_per_iteration=4",
+                "minibatch_size=2",
+                f"out_dir={out}",
+            ],
+        )
+    )
     row = trainer.run()[0]
     assert row["updates"] == 4 and row["approx_kl_old"] > 0
     one = Trainer(load_config(None, SMALL + ["iterations=1", f"out_dir={tmp_path / 'one'}"])).run()[0]
@@ -159,8 +207,18 @@ def test_sft_covers_every_task_rl_trains_on(tmp_path, bundled_dir):
     assert sorted(sft_task_ids(env, None, seed=3)) == sorted(ids)
     assert len(set(sft_task_ids(env, 10, seed=0))) == 10 and set(sft_task_ids(env, len(ids), seed=1)) == set(ids)
     out = tmp_path / "cov"
-    Trainer(load_config(None, ["env_kwargs={split: test, data_sources: [single_hop], max_turns: 2}", "sft_episodes=null",
-                               "sft_steps=1", "iterations=0", f"out_dir={out}"])).run()
+    Trainer(
+        load_config(
+            None,
+            [
+                "env_kwargs={split: test, data_sources: [single_hop], max_turns: 2}",
+                "sft_episodes=null",
+                "sft_steps=1",
+                "iterations=0",
+                f"out_dir={out}",
+            ],
+        )
+    ).run()
     row = json.loads((out / "sft.jsonl").read_text())
     assert row["tasks_covered"] == row["train_tasks"] > 0 and row["examples"] == 2 * row["train_tasks"]
     assert (out / "checkpoint" / "state.json").is_file()  # iterations=0 keeps the SFT model
@@ -171,8 +229,13 @@ def test_probe_logs_held_out_greedy_success_before_and_during_training(tmp_path,
     and after every probe_every iterations (and the last), for a learning curve that tasks drawn per
     iteration do not blur."""
     out = tmp_path / "probe"
-    args = SMALL + ["iterations=3", "probe_every=2", "probe_tasks=6", "probe_kwargs={split: test, max_turns: 1}",
-                    "lr=1e-2"]
+    args = SMALL + [
+        "iterations=3",
+        "probe_every=2",
+        "probe_tasks=6",
+        "probe_kwargs={split: test, max_turns: 1}",
+        "lr=1e-2",
+    ]
     trainer = Trainer(load_config(None, args + [f"out_dir={out}"]))
     calls = []
     for name in ("probe", "collect", "learn"):

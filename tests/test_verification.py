@@ -60,8 +60,9 @@ def test_free_estimates_are_reused():
     takes V(after) from the trajectory's outcome: a whole-episode segment costs no continuations."""
     env = gym.make("prover/SearchQA-v0", split="test")
     good = rollout(env, ExpertPolicy(), seed=2)
-    v = verify_segment(env, good, Proposal(0, 0, len(good.turns) - 1), RandomPolicy(0), m=4,
-                       group_outcomes=[True, False, False, False])
+    v = verify_segment(
+        env, good, Proposal(0, 0, len(good.turns) - 1), RandomPolicy(0), m=4, group_outcomes=[True, False, False, False]
+    )
     assert v.before_source == "group" and v.after_source == "terminal" and v.extra_env_steps == 0
     assert v.a_seg == 0.75 and v.success_before == [True, False, False, False]
     v0 = verify_segment(env, good, Proposal(0, 0, 0), ExpertPolicy(), m=3, group_outcomes=[True, False])

@@ -108,9 +108,18 @@ def _trainer_rows(tmp_path, name, extra):
     from trainers.config import load_config
     from trainers.train import Trainer
 
-    common = ["env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}", "model_path=bases/searchqa",
-              "tasks_per_iteration=4", "group_size=4", "max_tokens=32", "sft_steps=2", "sft_episodes=2", "lr=1e-4",
-              "iterations=2", f"out_dir={tmp_path / name}"]
+    common = [
+        "env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}",
+        "model_path=bases/searchqa",
+        "tasks_per_iteration=4",
+        "group_size=4",
+        "max_tokens=32",
+        "sft_steps=2",
+        "sft_episodes=2",
+        "lr=1e-4",
+        "iterations=2",
+        f"out_dir={tmp_path / name}",
+    ]
     trainer = Trainer(load_config(None, common + extra))
     rows = trainer.run()
     trainer.close()
@@ -123,8 +132,10 @@ def test_trainer_with_a_vllm_rollout_engine(tmp_path, bundled_dir, monkeypatch):
     monkeypatch.chdir(ROOT)
     engine_cfg = "rollout_engine={kind: vllm, max_model_len: 2048, enforce_eager: true}"
     rows = _trainer_rows(tmp_path, "vllm", [engine_cfg])
-    print("rollout_logprob_gap (mean, max) per iteration:",
-          [(f"{r['rollout_logprob_gap']:.1e}", f"{r['rollout_logprob_gap_max']:.1e}") for r in rows])
+    print(
+        "rollout_logprob_gap (mean, max) per iteration:",
+        [(f"{r['rollout_logprob_gap']:.1e}", f"{r['rollout_logprob_gap_max']:.1e}") for r in rows],
+    )
     assert all(r["rollout_logprob_gap_max"] < 1e-3 for r in rows), [r["rollout_logprob_gap_max"] for r in rows]
     assert rows[-1]["samples"] > 0 and any(r["loss"] != 0.0 for r in rows)  # the weights moved between syncs
     greedy_v = _trainer_rows(tmp_path, "vllm-greedy", [engine_cfg, "temperature=0.0"])
@@ -137,10 +148,30 @@ def test_trainer_with_a_vllm_rollout_engine(tmp_path, bundled_dir, monkeypatch):
 def vllm_server(tiny):
     port = free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny,
-                             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
-                             "--dtype", "float32", "--max-model-len", "2048", "--enforce-eager"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            tiny,
+            "--served-model-name",
+            "tiny",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "2048",
+            "--enforce-eager",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     wait_for_http(proc, url + "/v1/models", timeout=300)
     yield url + "/v1"
@@ -152,9 +183,25 @@ def test_vllm_server_as_the_policy_of_a_leaderboard_eval(tmp_path, vllm_server):
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"kind: openai\nname: tiny-vllm\nmodel: tiny\nbase_url: {vllm_server}\nmax_tokens: 16\n")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "leaderboards/run.py", "--preset", "smoke", "--envs", "searchqa",
-                           "--eval-only", "--policy", str(policy), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "leaderboards/run.py",
+            "--preset",
+            "smoke",
+            "--envs",
+            "searchqa",
+            "--eval-only",
+            "--policy",
+            str(policy),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "failed" not in proc.stderr  # no backend failures were charged as turns
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
@@ -167,9 +214,25 @@ def test_leaderboard_eval_on_the_vllm_backend(tmp_path):
     out = {}
     for kind in ("vllm", "hf"):
         policy = f"{{kind: {kind}, name: base-{kind}, model_path: bases/searchqa, max_tokens: 32, temperature: 0.0}}"
-        proc = subprocess.run([sys.executable, "leaderboards/run.py", "--preset", "smoke", "--envs", "searchqa",
-                               "--eval-only", "--policy", policy, "--out", str(tmp_path / kind)],
-                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "leaderboards/run.py",
+                "--preset",
+                "smoke",
+                "--envs",
+                "searchqa",
+                "--eval-only",
+                "--policy",
+                policy,
+                "--out",
+                str(tmp_path / kind),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         (row,) = list(csv.DictReader((tmp_path / kind / "leaderboard.csv").open()))
         out[kind] = float(row["success_mean"])

@@ -97,8 +97,23 @@ def test_page_machine_quirks(env):
     assert snapshot(env).state.visited == frozenset()
 
 
-@pytest.mark.parametrize("action", ["", "click[", "click[]", "buy", "click[nothing here]", "CLICK[search]", "search[]",
-                                    "x" * 100_000, "click[\ud800]", "search", "[click]", "\x00"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "",
+        "click[",
+        "click[]",
+        "buy",
+        "click[nothing here]",
+        "CLICK[search]",
+        "search[]",
+        "x" * 100_000,
+        "click[\ud800]",
+        "search",
+        "[click]",
+        "\x00",
+    ],
+)
 def test_bad_actions_keep_state(env, action):
     env.reset(seed=2)
     env.step("search[coffee beans]")
@@ -123,9 +138,21 @@ def test_no_feedback_mode_returns_the_page_unchanged():
     assert obs1 == obs0
 
 
-ACTIONS = st.one_of(st.sampled_from(["search[green tea]", "search[dress black]", "click[next >]", "click[< prev]",
-                                     "click[back to search]", "click[buy now]", "click[description]", "bogus"]),
-                    st.integers(0, 12).map(lambda i: f"#{i}"))
+ACTIONS = st.one_of(
+    st.sampled_from(
+        [
+            "search[green tea]",
+            "search[dress black]",
+            "click[next >]",
+            "click[< prev]",
+            "click[back to search]",
+            "click[buy now]",
+            "click[description]",
+            "bogus",
+        ]
+    ),
+    st.integers(0, 12).map(lambda i: f"#{i}"),
+)
 
 
 def _do(env, action):
@@ -169,15 +196,23 @@ def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
     env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=0)
     obs, info = env.reset(seed=3)
     assert "Buy Now" in obs and "click[buy now]" in info["admissible_actions"]
-    seed = next(s for s in range(50) if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"]
-                and (env.reset(seed=s) and env.unwrapped.goal_option_count() >= 1))
+    seed = next(
+        s
+        for s in range(50)
+        if env.unwrapped.goals[int(env.unwrapped.task_ids()[s])]["goal_options"]
+        and (env.reset(seed=s) and env.unwrapped.goal_option_count() >= 1)
+    )
     good = rollout(env, ExpertPolicy(), seed=seed)
     assert good.won and len(good.turns) == env.unwrapped.goal_option_count() + 1
     env.reset(seed=seed)
     right = {t.action for t in good.turns}
-    wrong = next(a for a in env.unwrapped.admissible_actions() if a not in right
-                 and a not in ("click[< prev]", "click[back to search]", "click[description]", "click[features]",
-                               "click[reviews]"))
+    wrong = next(
+        a
+        for a in env.unwrapped.admissible_actions()
+        if a not in right
+        and a
+        not in ("click[< prev]", "click[back to search]", "click[description]", "click[features]", "click[reviews]")
+    )
     snap = snapshot(env)
     env.step(wrong)
     done = False

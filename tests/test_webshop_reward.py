@@ -6,17 +6,20 @@ from prover_gym.webshop.matching import normalize_color, token_set_ratio
 from prover_gym.webshop.reward import attribute_matches, get_reward, option_matches, type_reward
 
 
-@pytest.mark.parametrize("goal, purchased, score", [
-    (("size", "x-small"), "small", 100),
-    (("size", "x-small"), "x-small", 100),
-    (("size", "large"), "x-large", 83),
-    ("essential oil", "essential oils", 96),
-    ("16 inch", "20 inch", 73),
-    ("3 ounce (pack of 1)", "3-ounce (2-pack)", 92),
-    ("grey", "grey", 100),
-    ("", "grey", 0),
-    ("café", "caf", 100),  # non-ASCII dropped before matching
-])
+@pytest.mark.parametrize(
+    "goal, purchased, score",
+    [
+        (("size", "x-small"), "small", 100),
+        (("size", "x-small"), "x-small", 100),
+        (("size", "large"), "x-large", 83),
+        ("essential oil", "essential oils", 96),
+        ("16 inch", "20 inch", 73),
+        ("3 ounce (pack of 1)", "3-ounce (2-pack)", 92),
+        ("grey", "grey", 100),
+        ("", "grey", 0),
+        ("café", "caf", 100),  # non-ASCII dropped before matching
+    ],
+)
 def test_token_set_ratio(goal, purchased, score):
     assert token_set_ratio(purchased, goal) == score
 
@@ -31,21 +34,35 @@ def test_normalize_color_quirks():
 
 
 def _product(**kw):
-    base = {"Title": "Herbal shampoo", "name": "Herbal shampoo", "BulletPoints": [], "Description": "",
-            "Attributes": ["tea tree", "essential oil", "natural ingredients"], "query": "shampoo",
-            "product_category": "Beauty › Hair Care › Shampoo"}
+    base = {
+        "Title": "Herbal shampoo",
+        "name": "Herbal shampoo",
+        "BulletPoints": [],
+        "Description": "",
+        "Attributes": ["tea tree", "essential oil", "natural ingredients"],
+        "query": "shampoo",
+        "product_category": "Beauty › Hair Care › Shampoo",
+    }
     base.update(kw)
     return base
 
 
-GOAL = {"attributes": ["tea tree", "essential oils", "natural ingredients"], "query": "shampoo", "name": "Herbal shampoo",
-        "product_category": "Beauty › Hair Care › Shampoo", "price_upper": 40.0, "goal_options": {"color": "grey", "size": "XL"}}
+GOAL = {
+    "attributes": ["tea tree", "essential oils", "natural ingredients"],
+    "query": "shampoo",
+    "name": "Herbal shampoo",
+    "product_category": "Beauty › Hair Care › Shampoo",
+    "price_upper": 40.0,
+    "goal_options": {"color": "grey", "size": "XL"},
+}
 
 
 def test_attribute_matches():
     assert attribute_matches(_product(), GOAL) == 3
     assert attribute_matches(_product(Attributes=["essential oil", "natural ingredients"]), GOAL) == 2
-    no_attrs = _product(Attributes=[], BulletPoints=["with essential oils inside"], Description="made of natural ingredients")
+    no_attrs = _product(
+        Attributes=[], BulletPoints=["with essential oils inside"], Description="made of natural ingredients"
+    )
     assert attribute_matches(no_attrs, GOAL) == 2
 
 
@@ -85,7 +102,10 @@ def test_type_reward_overrides_in_order():
     other = _product(query="q2", product_category="p › q", name="shampoo brush comb towel")
     r = type_reward(other, goal)  # 1 of 4 nouns shared: no query/category match, title 0.25 > 0.2 -> 1.0
     assert r["title_score"] == pytest.approx(0.25) and r["r_type"] == 1.0
-    r = type_reward(_product(query="q2", product_category="p › q", name="shampoo cap"), {**goal, "name": "shampoo bottle pump refill lid"})
+    r = type_reward(
+        _product(query="q2", product_category="p › q", name="shampoo cap"),
+        {**goal, "name": "shampoo bottle pump refill lid"},
+    )
     assert r["title_score"] == pytest.approx(0.2) and r["r_type"] == 0.5
     r = type_reward(_product(query="q2", product_category="p › q", name="towel"), goal)
     assert r["title_score"] == 0.0 and r["r_type"] == 0.0
@@ -113,6 +133,7 @@ def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypa
     with pytest.raises(ValueError, match="spacy_model='no_such_model'.*spacy download no_such_model"):
         gym.make("prover/WebShop-v0", split="test", spacy_model="no_such_model")
     assert _expert_purchase(spacy_model=None)["title_nouns"] == "heuristic"
+
     # a named model tags the nouns (a stand-in pipeline here: no model package in the test environment)
     class Tok:
         def __init__(self, text, pos):
@@ -122,8 +143,14 @@ def test_spacy_model_kwarg_names_the_tagger_and_refuses_a_missing_model(monkeypa
     monkeypatch.setattr(reward, "_nlp", lambda name: fake if name == "stand_in_model" else None)
     assert reward.tagger("stand_in_model") == "spacy:stand_in_model"
     assert reward.title_nouns("Big Shampoo Bottle blue", "spacy:stand_in_model") == ("shampoo", "bottle")
-    goal = {"query": "q", "product_category": "a › b", "name": "shampoo bottle", "attributes": [], "goal_options": {},
-            "price_upper": 10.0}
+    goal = {
+        "query": "q",
+        "product_category": "a › b",
+        "name": "shampoo bottle",
+        "attributes": [],
+        "goal_options": {},
+        "price_upper": 10.0,
+    }
     product = _product(query="q", product_category="a › b", name="Big Shampoo Bottle", Attributes=[])
     _, info = reward.get_reward(product, goal, 5.0, {}, nouns="stand_in_model")
     assert info["title_nouns"] == "spacy:stand_in_model" and info["title_score"] == 1.0

@@ -29,7 +29,11 @@ def trajectory():
         _, _, term, trunc, _ = env.step(a)
         if term or trunc:
             break
-    return {"task_id": "0", "actions": actions, "title": env.unwrapped.catalog.by_asin[env.unwrapped._goal["asin"]]["Title"]}
+    return {
+        "task_id": "0",
+        "actions": actions,
+        "title": env.unwrapped.catalog.by_asin[env.unwrapped._goal["asin"]]["Title"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +41,11 @@ def view(tmp_path_factory, trajectory):
     path = tmp_path_factory.mktemp("traj") / "run.jsonl"
     path.write_text(json.dumps({"task_id": trajectory["task_id"], "actions": trajectory["actions"]}) + "\n")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "prover_gym.webshop.view", "--port", str(port), "--trajectory", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prover_gym.webshop.view", "--port", str(port), "--trajectory", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -80,10 +87,26 @@ def test_screenshot_in_headless_chromium(view, trajectory, tmp_path):
 
     acts = quote(json.dumps(trajectory["actions"]))
     shot = tmp_path / "page.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1200,800",
-                    f"{view}/task/0?actions={acts}&step=2"], check=True, timeout=120, capture_output=True)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1200,800",
+            f"{view}/task/0?actions={acts}&step=2",
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     img = Image.open(shot).convert("RGB")
     assert img.size == (1200, 800)
     assert img.getpixel((5, 5)) == (0x23, 0x2F, 0x3E)  # the header bar was painted

@@ -80,8 +80,17 @@ def segment_advantage(success_after: torch.Tensor, success_before: torch.Tensor)
     return float(success_after.to(torch.float32).mean() - success_before.to(torch.float32).mean())
 
 
-def apply_segment_bonus(token_advantages: torch.Tensor, token_turns: torch.Tensor, policy_mask: torch.Tensor,
-                        start: int, end: int, a_seg: float, *, beta: float = 1.0, sign: str = "positive") -> torch.Tensor:
+def apply_segment_bonus(
+    token_advantages: torch.Tensor,
+    token_turns: torch.Tensor,
+    policy_mask: torch.Tensor,
+    start: int,
+    end: int,
+    a_seg: float,
+    *,
+    beta: float = 1.0,
+    sign: str = "positive",
+) -> torch.Tensor:
     """Add ``beta * a_seg`` to the policy tokens of turns ``start..end`` of ONE trajectory.
 
     ``token_advantages``, ``token_turns`` (the turn index of each token, -1 for none) and
@@ -101,11 +110,12 @@ def apply_segment_bonus(token_advantages: torch.Tensor, token_turns: torch.Tenso
 
 # ---- the significance gate ---------------------------------------------------------------------
 def _binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(0, k + 1))
+    return sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(0, k + 1))
 
 
-def improvement_p_value(after: list[bool], before: list[bool], *, after_known: bool = False,
-                        before_known: bool = False) -> float:
+def improvement_p_value(
+    after: list[bool], before: list[bool], *, after_known: bool = False, before_known: bool = False
+) -> float:
     """One-sided p-value of "V(after) > V(before)" from 0/1 continuation outcomes.
 
     Both sides sampled: Fisher's exact test (hypergeometric tail of the after-side successes, given
@@ -140,8 +150,9 @@ def discounted_returns(turn_rewards: list[float], gamma: float = GIGPO_GAMMA) ->
     return out
 
 
-def step_group_advantages(returns: list[list[float]], state_keys: list[list[str]], *, std_normalize: bool = True,
-                          eps: float = EPS) -> list[list[float]]:
+def step_group_advantages(
+    returns: list[list[float]], state_keys: list[list[str]], *, std_normalize: bool = True, eps: float = EPS
+) -> list[list[float]]:
     """GiGPO's A^S: each turn's return normalised inside the group of turns (of any trajectory of the
     episode group) that start from the same state. Singleton step groups get 0."""
     members: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -167,19 +178,35 @@ def _episode(rewards, turn_rewards, std_normalize):
     return [[a] * len(tr) for a, tr in zip(adv, turn_rewards)]
 
 
-def grpo(rewards: list[float], turn_rewards: list[list[float]], state_keys: list[list[str]], *,
-         std_normalize: bool = True, **_) -> list[list[float]]:
+def grpo(
+    rewards: list[float],
+    turn_rewards: list[list[float]],
+    state_keys: list[list[str]],
+    *,
+    std_normalize: bool = True,
+    **_,
+) -> list[list[float]]:
     """Every turn of trajectory i gets GRPO's A_i (``std_normalize=False``: Dr. GRPO's)."""
     return _episode(rewards, turn_rewards, std_normalize)
 
 
-def dr_grpo(rewards: list[float], turn_rewards: list[list[float]], state_keys: list[list[str]], **_) -> list[list[float]]:
+def dr_grpo(
+    rewards: list[float], turn_rewards: list[list[float]], state_keys: list[list[str]], **_
+) -> list[list[float]]:
     """Every turn of trajectory i gets Dr. GRPO's r_i - mean(r)."""
     return _episode(rewards, turn_rewards, False)
 
 
-def gigpo(rewards: list[float], turn_rewards: list[list[float]], state_keys: list[list[str]], *,
-          std_normalize: bool = True, gamma: float = GIGPO_GAMMA, omega: float = GIGPO_OMEGA, **_) -> list[list[float]]:
+def gigpo(
+    rewards: list[float],
+    turn_rewards: list[list[float]],
+    state_keys: list[list[str]],
+    *,
+    std_normalize: bool = True,
+    gamma: float = GIGPO_GAMMA,
+    omega: float = GIGPO_OMEGA,
+    **_,
+) -> list[list[float]]:
     """A^E_i + omega * A^S_{i,t} (see the module docstring)."""
     episode = _episode(rewards, turn_rewards, std_normalize)
     returns = [discounted_returns(tr, gamma) for tr in turn_rewards]

@@ -33,16 +33,28 @@ RECIPES: dict[str, dict] = {
         "train_kwargs": {"split": "train", "data_sources": ["single_hop"], "max_turns": 2},
         "eval_kwargs": {"split": "test", "data_sources": ["single_hop"], "max_turns": 2},
         "format": {},
-        "sft": {"sft_steps": 1500, "sft_episodes": None, "sft_lr": 1e-3, "sft_schedule": "constant",
-                "minibatch_size": 16, "max_tokens": 32},
+        "sft": {
+            "sft_steps": 1500,
+            "sft_episodes": None,
+            "sft_lr": 1e-3,
+            "sft_schedule": "constant",
+            "minibatch_size": 16,
+            "max_tokens": 32,
+        },
     },
     "webshop": {
         "env_id": "prover/WebShop-v0",
         "train_kwargs": {"split": "train", "start": "item", "budget_slack": 1},
         "eval_kwargs": {"split": "test", "start": "item", "budget_slack": 1},
         "format": {"history_length": 4, "history_observations": False},
-        "sft": {"sft_steps": 900, "sft_episodes": 2000, "sft_lr": 1e-3, "sft_schedule": "cosine",
-                "minibatch_size": 16, "max_tokens": 64},
+        "sft": {
+            "sft_steps": 900,
+            "sft_episodes": 2000,
+            "sft_lr": 1e-3,
+            "sft_schedule": "cosine",
+            "minibatch_size": 16,
+            "max_tokens": 64,
+        },
     },
     # the webshop base after SFT on a hasty demonstrator (buys before every option is chosen, p = 0.6):
     # its likeliest move after the first option is the premature purchase, which RL can correct
@@ -52,20 +64,47 @@ RECIPES: dict[str, dict] = {
         "train_kwargs": {"split": "train", "start": "item", "budget_slack": 1},
         "eval_kwargs": {"split": "test", "start": "item", "budget_slack": 1},
         "format": {"history_length": 4, "history_observations": False},
-        "sft": {"sft_steps": 200, "sft_episodes": 2000, "sft_lr": 1e-3, "sft_schedule": "cosine",
-                "minibatch_size": 16, "max_tokens": 64, "sft_demonstrator": {"kind": "hasty", "p": 0.6}},
+        "sft": {
+            "sft_steps": 200,
+            "sft_episodes": 2000,
+            "sft_lr": 1e-3,
+            "sft_schedule": "cosine",
+            "minibatch_size": 16,
+            "max_tokens": 64,
+            "sft_demonstrator": {"kind": "hasty", "p": 0.6},
+        },
     },
     "alfworld": {
         "env_id": "prover/ALFWorld-v0",
-        "train_kwargs": {"split": "train", "task_types": ["pick_and_place_simple"], "max_receptacles": 5,
-                         "num_distractors": 1, "max_steps": 15, "num_games": 1200, "start": "object",
-                         "budget_slack": 1},
-        "eval_kwargs": {"split": "valid_unseen", "task_types": ["pick_and_place_simple"], "max_receptacles": 5,
-                        "num_distractors": 1, "max_steps": 15, "num_games": 1200, "start": "object",
-                        "budget_slack": 1},
+        "train_kwargs": {
+            "split": "train",
+            "task_types": ["pick_and_place_simple"],
+            "max_receptacles": 5,
+            "num_distractors": 1,
+            "max_steps": 15,
+            "num_games": 1200,
+            "start": "object",
+            "budget_slack": 1,
+        },
+        "eval_kwargs": {
+            "split": "valid_unseen",
+            "task_types": ["pick_and_place_simple"],
+            "max_receptacles": 5,
+            "num_distractors": 1,
+            "max_steps": 15,
+            "num_games": 1200,
+            "start": "object",
+            "budget_slack": 1,
+        },
         "format": {"history_length": 1},
-        "sft": {"sft_steps": 600, "sft_episodes": None, "sft_lr": 1e-3, "sft_schedule": "cosine",
-                "minibatch_size": 16, "max_tokens": 64},
+        "sft": {
+            "sft_steps": 600,
+            "sft_episodes": None,
+            "sft_lr": 1e-3,
+            "sft_schedule": "cosine",
+            "minibatch_size": 16,
+            "max_tokens": 64,
+        },
     },
 }
 
@@ -112,9 +151,17 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
     work = out.parent / f".{out.name}.build"
     shutil.rmtree(work, ignore_errors=True)
     init = spec.get("init")  # a base this one continues from (its SFT runs on top of that base's weights)
-    cfg = TrainConfig(env_id=spec["env_id"], env_kwargs=spec["train_kwargs"], policy_format=spec["format"],
-                      method="grpo", iterations=0, seed=seed, out_dir=str(work / "run"),
-                      model_path=str(base_dir(init)) if init else None, **spec["sft"])
+    cfg = TrainConfig(
+        env_id=spec["env_id"],
+        env_kwargs=spec["train_kwargs"],
+        policy_format=spec["format"],
+        method="grpo",
+        iterations=0,
+        seed=seed,
+        out_dir=str(work / "run"),
+        model_path=str(base_dir(init)) if init else None,
+        **spec["sft"],
+    )
     t0 = time.time()
     trainer = Trainer(cfg)
     losses = trainer.sft()
@@ -125,9 +172,18 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
     model.save_pretrained(str(tmp))
     trainer.backend.tokenizer.save_pretrained(str(tmp))
     trainer.close()
-    meta = {"name": name, "version": BASE_VERSION, "seed": seed, "recipe": spec, "sft_seconds": round(seconds, 1),
-            "first_loss": losses[0], "last_loss": sum(losses[-50:]) / len(losses[-50:])}
-    log(f"{name}: SFT {spec['sft']['sft_steps']} steps in {seconds:.0f}s, loss {losses[0]:.3f} -> {meta['last_loss']:.3f}")
+    meta = {
+        "name": name,
+        "version": BASE_VERSION,
+        "seed": seed,
+        "recipe": spec,
+        "sft_seconds": round(seconds, 1),
+        "first_loss": losses[0],
+        "last_loss": sum(losses[-50:]) / len(losses[-50:]),
+    }
+    log(
+        f"{name}: SFT {spec['sft']['sft_steps']} steps in {seconds:.0f}s, loss {losses[0]:.3f} -> {meta['last_loss']:.3f}"
+    )
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1) + "\n")
     if eval_episodes:
         meta["eval"] = evaluate(name, tmp, episodes=eval_episodes, log=log)
@@ -148,15 +204,24 @@ def evaluate(name: str, model_dir: Path | None = None, *, episodes: int = 200, b
 
     spec = recipe(name)
     model_dir = Path(model_dir or base_dir(name))
-    policy = LLMPolicy(HFBackend(str(model_dir), max_tokens=spec["sft"]["max_tokens"], temperature=0.0, seed=0),
-                       make_format(spec["env_id"], **spec["format"]))
+    policy = LLMPolicy(
+        HFBackend(str(model_dir), max_tokens=spec["sft"]["max_tokens"], temperature=0.0, seed=0),
+        make_format(spec["env_id"], **spec["format"]),
+    )
     t0 = time.time()
     wins = list(split_outcomes(spec["env_id"], spec["eval_kwargs"], policy, episodes=episodes, batch=batch).values())
     p = sum(wins) / len(wins)
-    res = {"split": spec["eval_kwargs"].get("split"), "episodes": len(wins), "success": round(p, 4),
-           "standard_error": round(math.sqrt(p * (1 - p) / len(wins)), 4), "seconds": round(time.time() - t0, 1)}
-    log(f"{name}: greedy success {100 * p:.1f}% +- {100 * res['standard_error']:.1f} (SE) on {len(wins)} "
-        f"{res['split']} tasks, {res['seconds']:.0f}s")
+    res = {
+        "split": spec["eval_kwargs"].get("split"),
+        "episodes": len(wins),
+        "success": round(p, 4),
+        "standard_error": round(math.sqrt(p * (1 - p) / len(wins)), 4),
+        "seconds": round(time.time() - t0, 1),
+    }
+    log(
+        f"{name}: greedy success {100 * p:.1f}% +- {100 * res['standard_error']:.1f} (SE) on {len(wins)} "
+        f"{res['split']} tasks, {res['seconds']:.0f}s"
+    )
     return res
 
 
@@ -166,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="SFT a base per its recipe and write it (default: bases/<name>)")
     b.add_argument("names", nargs="+", choices=sorted(RECIPES))
     b.add_argument("--out", help="output folder (one name only); default bases/<name>")
-    b.add_argument("--eval-episodes", type=int, default=500, help="held-out tasks to evaluate after the build (0: none)")
+    b.add_argument(
+        "--eval-episodes", type=int, default=500, help="held-out tasks to evaluate after the build (0: none)"
+    )
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--set", nargs="*", default=[], help="recipe overrides for a probe, e.g. sft.sft_steps=500")
     e = sub.add_parser("eval", help="greedy success of a base on its held-out split")

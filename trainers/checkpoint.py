@@ -27,8 +27,9 @@ def save(out: Path, model, tokenizer, optimizer, state: dict) -> Path:
     model.save_pretrained(str(tmp / "model"))
     tokenizer.save_pretrained(str(tmp / "model"))
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps({**state, "torch_rng": torch.get_rng_state().tolist(),
-                                                "numpy_rng": _encode(np.random.get_state())}))
+    (tmp / "state.json").write_text(
+        json.dumps({**state, "torch_rng": torch.get_rng_state().tolist(), "numpy_rng": _encode(np.random.get_state())})
+    )
     old = out / "checkpoint.old"
     if ckpt.exists():
         os.rename(ckpt, old)
@@ -69,8 +70,11 @@ def decode_python_rng(rng: random.Random, data) -> None:
 
 def rng_state(backend_calls: int) -> dict:
     """This process's torch / numpy RNG states and generation counter (one rank's part of a checkpoint)."""
-    return {"torch_rng": torch.get_rng_state().tolist(), "numpy_rng": _encode(np.random.get_state()),
-            "backend_calls": backend_calls}
+    return {
+        "torch_rng": torch.get_rng_state().tolist(),
+        "numpy_rng": _encode(np.random.get_state()),
+        "backend_calls": backend_calls,
+    }
 
 
 def set_rng_state(state: dict) -> int:

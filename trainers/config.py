@@ -22,76 +22,125 @@ def _f(default, help_text: str):
 class TrainConfig:
     env_id: str = _f("prover/SearchQA-v0", "environment id")
     env_kwargs: dict = _f({"split": "train"}, "gym.make kwargs of the training env")
-    method: str = _f("grpo", "grpo | dr_grpo | gigpo | prover | prover_random | prover_unverified (same loop, "
-                             "different advantages; trainers/advantages.py)")
+    method: str = _f(
+        "grpo",
+        "grpo | dr_grpo | gigpo | prover | prover_random | prover_unverified (same loop, "
+        "different advantages; trainers/advantages.py)",
+    )
     model_path: str | None = _f(None, "HF model directory; None = the tiny local Qwen3 model")
     iterations: int = _f(10, "RL iterations")
     tasks_per_iteration: int = _f(4, "distinct tasks per iteration")
     group_size: int = _f(4, "rollouts per task (the GRPO group)")
     lr: float = _f(1e-4, "learning rate of the RL optimizer")
-    optimizer: str = _f("adamw", "RL optimizer: adamw | sgd (plain SGD: a step proportional to the clipped gradient, "
-                                 "so parameters whose policy gradient is only noise barely move; Adam moves every "
-                                 "parameter by ~lr whatever its gradient's size)")
+    optimizer: str = _f(
+        "adamw",
+        "RL optimizer: adamw | sgd (plain SGD: a step proportional to the clipped gradient, "
+        "so parameters whose policy gradient is only noise barely move; Adam moves every "
+        "parameter by ~lr whatever its gradient's size)",
+    )
     adam_eps: float = _f(1e-8, "AdamW's eps; larger values shrink the steps of parameters with tiny gradients")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     clip_eps: float = _f(0.2, "ratio clip (PPO/GRPO): the ratio is kept in [1 - clip_eps, 1 + clip_eps_high]")
     clip_eps_high: float | None = _f(None, "upper ratio clip (DAPO's clip-higher, e.g. 0.28); None = clip_eps")
     kl_coef: float = _f(0.0, "KL-to-reference coefficient (0 = no reference model)")
     std_normalize: bool = _f(True, "divide group advantages by their std (GRPO); False = Dr. GRPO's centring only")
-    drop_zero_std_groups: bool = _f(False, "leave groups whose rewards are all equal out of the loss (DAPO's dynamic "
-                                           "sampling filter); the dropped fraction is logged as groups/dropped_fraction")
-    invalid_action_penalty: float = _f(0.0, "subtracted from a trajectory's reward per turn whose text did not parse "
-                                            "into an action (verl-agent uses 0.1)")
+    drop_zero_std_groups: bool = _f(
+        False,
+        "leave groups whose rewards are all equal out of the loss (DAPO's dynamic "
+        "sampling filter); the dropped fraction is logged as groups/dropped_fraction",
+    )
+    invalid_action_penalty: float = _f(
+        0.0,
+        "subtracted from a trajectory's reward per turn whose text did not parse into an action (verl-agent uses 0.1)",
+    )
     gigpo_gamma: float = _f(0.95, "GiGPO: discount of the step returns (verl-agent's default)")
     gigpo_omega: float = _f(1.0, "GiGPO: weight of the step-group advantage added to the episode advantage")
-    agg: str = _f("token-mean", "loss aggregation: token-mean (DAPO / Dr. GRPO) | seq-mean (per turn sample) | "
-                                "traj-mean (GRPO's 1/|o_i| over a multi-turn trajectory's policy tokens; trainers/loss.py)")
+    agg: str = _f(
+        "token-mean",
+        "loss aggregation: token-mean (DAPO / Dr. GRPO) | seq-mean (per turn sample) | "
+        "traj-mean (GRPO's 1/|o_i| over a multi-turn trajectory's policy tokens; trainers/loss.py)",
+    )
     ppo_epochs: int = _f(1, "passes over each iteration's batch (GRPO's mu); >1 makes the clipped ratio matter")
     updates_per_epoch: int = _f(1, "optimizer steps per pass (the batch cut into that many mini-batches)")
     minibatch_size: int = _f(16, "turn samples per gradient-accumulation micro-batch")
     max_tokens: int = _f(48, "generated tokens per turn")
     temperature: float = _f(1.0, "sampling temperature for rollouts and continuations")
-    beta: float = _f(1.0, "ProVer: weight of the segment bonus, beta * A_seg in the units of the group's advantages "
-                          "(divided by the group's reward std when std_normalize; trainers.advantages.bonus_scale)")
+    beta: float = _f(
+        1.0,
+        "ProVer: weight of the segment bonus, beta * A_seg in the units of the group's advantages "
+        "(divided by the group's reward std when std_normalize; trainers.advantages.bonus_scale)",
+    )
     continuations: int = _f(4, "ProVer: M continuations from each side of the segment")
     sign: str = _f("positive", "ProVer: credit positive segment advantages only (the paper) or both signs")
     max_verified_groups: int = _f(2, "ProVer: cap on verified groups per iteration")
     min_a_seg: float = _f(0.0, "ProVer: credit only segments whose verified A_seg exceeds this")
-    gate_alpha: float | None = _f(None, "ProVer: significance gate, credit only when the one-sided p-value of "
-                                        "V(after) > V(before) is <= gate_alpha (Fisher / binomial); None = no gate")
-    judge: dict = _f({"kind": "first_divergence", "side": "won"},
-                     "judge config (judges.make); prover_random always uses {kind: random, side: any}")
-    policy_format: dict = _f({}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}")
+    gate_alpha: float | None = _f(
+        None,
+        "ProVer: significance gate, credit only when the one-sided p-value of "
+        "V(after) > V(before) is <= gate_alpha (Fisher / binomial); None = no gate",
+    )
+    judge: dict = _f(
+        {"kind": "first_divergence", "side": "won"},
+        "judge config (judges.make); prover_random always uses {kind: random, side: any}",
+    )
+    policy_format: dict = _f(
+        {}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}"
+    )
     sft_steps: int = _f(0, "SFT warm-start steps on expert trajectories before RL")
-    sft_episodes: int | None = _f(32, "expert episodes for the SFT warm start, on consecutive tasks of the train split; "
-                                      "null = one per task, so SFT covers every task RL trains on")
-    sft_demonstrator: dict = _f({}, "whose episodes SFT imitates: {} = the env's expert; {kind: hasty, p: 0.6} = a "
-                                    "flawed demonstrator that commits early with probability p where the env names a "
-                                    "hasty action (agents.baselines.HastyExpert)")
+    sft_episodes: int | None = _f(
+        32,
+        "expert episodes for the SFT warm start, on consecutive tasks of the train split; "
+        "null = one per task, so SFT covers every task RL trains on",
+    )
+    sft_demonstrator: dict = _f(
+        {},
+        "whose episodes SFT imitates: {} = the env's expert; {kind: hasty, p: 0.6} = a "
+        "flawed demonstrator that commits early with probability p where the env names a "
+        "hasty action (agents.baselines.HastyExpert)",
+    )
     sft_lr: float = _f(1e-3, "SFT learning rate")
-    sft_schedule: str = _f("constant", "SFT learning-rate schedule: constant | cosine (5% linear warm-up, then "
-                                       "cosine decay to 0)")
-    probe_kwargs: dict = _f({}, "gym.make kwargs of a held-out split for the learning curve's probe, e.g. {split: test}; "
-                                "{} = no probe")
+    sft_schedule: str = _f(
+        "constant", "SFT learning-rate schedule: constant | cosine (5% linear warm-up, then cosine decay to 0)"
+    )
+    probe_kwargs: dict = _f(
+        {}, "gym.make kwargs of a held-out split for the learning curve's probe, e.g. {split: test}; {} = no probe"
+    )
     probe_tasks: int = _f(50, "probe: the first this many tasks of probe_kwargs' split, played greedily")
     probe_every: int = _f(2, "probe: after every this many iterations (and before the first), logged as probe/success")
     seed: int = _f(0, "seed of task sampling, generation and initialisation")
     out_dir: str = _f("runs/default", "where metrics.jsonl and checkpoints go")
     checkpoint_every: int = _f(1, "iterations between checkpoints (atomic; --resume continues from the last)")
     loggers: list = _f([], "extra metric sinks besides metrics.jsonl: tensorboard, wandb (each needs its package)")
-    wandb_project: str = _f("prover-gym", "W&B project when loggers has wandb (offline unless WANDB_MODE says otherwise)")
+    wandb_project: str = _f(
+        "prover-gym", "W&B project when loggers has wandb (offline unless WANDB_MODE says otherwise)"
+    )
     progress: bool = _f(True, "tqdm progress bar over iterations")
-    pool_backend: str = _f("sync", "EnvPool backend of batched rollouts and continuations: sync | process | thread | ray "
-                                   "(ray: env actors on the cluster ray.init connects to; snapshots shipped pickled)")
+    pool_backend: str = _f(
+        "sync",
+        "EnvPool backend of batched rollouts and continuations: sync | process | thread | ray "
+        "(ray: env actors on the cluster ray.init connects to; snapshots shipped pickled)",
+    )
     pool_options: dict = _f({}, "EnvPool options, e.g. {envs_per_worker: 4, timeout: 300, ray_init: {address: auto}}")
-    lora: dict = _f({}, "LoRA adapters instead of full fine-tuning (peft), e.g. {r: 8, alpha: 16, dropout: 0.0, "
-                        "target_modules: [q_proj, v_proj]}; {} = full fine-tuning")
-    rollout_engine: dict = _f({}, "a separate generation engine whose weights are synced after every update, e.g. "
-                                  "{kind: vllm, gpu_memory_utilization: 0.4}; {} = generate with the learner's model")
-    recompute_logprobs: bool | None = _f(None, "recompute the sampled tokens' log-probs with the learner before the update "
-                                               "(None = only when rollout_engine is set: its numerics differ)")
-    batched_rollouts: bool = _f(True, "step all episodes of an iteration (and ProVer's continuations) in lock-step "
-                                      "through a sync EnvPool, one generation batch per turn; False = one by one")
+    lora: dict = _f(
+        {},
+        "LoRA adapters instead of full fine-tuning (peft), e.g. {r: 8, alpha: 16, dropout: 0.0, "
+        "target_modules: [q_proj, v_proj]}; {} = full fine-tuning",
+    )
+    rollout_engine: dict = _f(
+        {},
+        "a separate generation engine whose weights are synced after every update, e.g. "
+        "{kind: vllm, gpu_memory_utilization: 0.4}; {} = generate with the learner's model",
+    )
+    recompute_logprobs: bool | None = _f(
+        None,
+        "recompute the sampled tokens' log-probs with the learner before the update "
+        "(None = only when rollout_engine is set: its numerics differ)",
+    )
+    batched_rollouts: bool = _f(
+        True,
+        "step all episodes of an iteration (and ProVer's continuations) in lock-step "
+        "through a sync EnvPool, one generation batch per turn; False = one by one",
+    )
 
     def __post_init__(self):
         if self.method not in METHODS:

@@ -92,8 +92,14 @@ class CreditAssigner:
                 out += [None] * len(group)
                 continue
             keys = [[turn.snapshot.key for turn in t.turns] for t in group]
-            per_turn = self.base(rewards, turn_rewards, keys, std_normalize=cfg.std_normalize,
-                                 gamma=cfg.gigpo_gamma, omega=cfg.gigpo_omega)
+            per_turn = self.base(
+                rewards,
+                turn_rewards,
+                keys,
+                std_normalize=cfg.std_normalize,
+                gamma=cfg.gigpo_gamma,
+                omega=cfg.gigpo_omega,
+            )
             layouts = [token_turns(t, tokenizer) for t in group]
             tokens = [turns_to_tokens(a, lay) for a, lay in zip(per_turn, layouts)]
             if mixed_outcome(group):
@@ -126,23 +132,44 @@ class CreditAssigner:
         scale = bonus_scale(torch.tensor(rewards, dtype=torch.float32), std_normalize=cfg.std_normalize)
         i, layout = proposal.trajectory, layouts[proposal.trajectory]
         before = tokens[i]
-        tokens[i] = apply_segment_bonus(before, layout, torch.ones_like(layout), proposal.start, proposal.end, a_seg,
-                                        beta=cfg.beta * scale, sign=cfg.sign)
+        tokens[i] = apply_segment_bonus(
+            before,
+            layout,
+            torch.ones_like(layout),
+            proposal.start,
+            proposal.end,
+            a_seg,
+            beta=cfg.beta * scale,
+            sign=cfg.sign,
+        )
         stats.credited += 1
         stats.credited_tokens += int((tokens[i] != before).sum())
 
     def _verification(self, proposal, traj, group, estimator) -> Verification:
         ev = proposal.evidence
         if isinstance(ev, dict) and "before" in ev:  # the exhaustive judge measured it already
-            return Verification.measured(ev["before"], ev["after"], before_source=ev.get("before_source", ""),
-                                         after_source=ev.get("after_source", ""))
-        return verify_segment(None, traj, proposal, None, self.cfg.continuations, estimator=estimator,
-                              group_outcomes=[t.won for t in group])
+            return Verification.measured(
+                ev["before"],
+                ev["after"],
+                before_source=ev.get("before_source", ""),
+                after_source=ev.get("after_source", ""),
+            )
+        return verify_segment(
+            None,
+            traj,
+            proposal,
+            None,
+            self.cfg.continuations,
+            estimator=estimator,
+            group_outcomes=[t.won for t in group],
+        )
 
 
 def make_estimator_factory(env, policy_fn, m: int, pool_fn=None):
     """A factory of fresh ``ValueEstimator``s (one per iteration, so cost counters are per iteration)
     for the policy ``policy_fn()`` returns then."""
+
     def factory() -> ValueEstimator:
         return ValueEstimator(env, policy_fn(), m, pool_fn() if pool_fn is not None else None)
+
     return factory

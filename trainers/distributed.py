@@ -39,7 +39,8 @@ class Dist:
                     f"{flag} is set: sharded training is not built. The bundled generation runs the learner's own "
                     "model, which FSDP/DeepSpeed/Megatron would shard (its forward a collective that ranks generating "
                     "different lengths cannot keep in step). Use DDP (unset the flag; launch with torchrun or "
-                    "`accelerate launch --multi_gpu`), see the README's Scale-out section")
+                    "`accelerate launch --multi_gpu`), see the README's Scale-out section"
+                )
         if launched_world_size() > 1:
             import torch
             from accelerate import Accelerator
@@ -47,9 +48,11 @@ class Dist:
             # without a GPU accelerate needs cpu=True to start the gloo process group (else it runs alone)
             self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
             if self.accelerator.num_processes != launched_world_size():
-                raise RuntimeError(f"WORLD_SIZE={launched_world_size()} but accelerate started "
-                                   f"{self.accelerator.num_processes} process(es); launch with torchrun or "
-                                   "accelerate launch")
+                raise RuntimeError(
+                    f"WORLD_SIZE={launched_world_size()} but accelerate started "
+                    f"{self.accelerator.num_processes} process(es); launch with torchrun or "
+                    "accelerate launch"
+                )
             self.world, self.rank = self.accelerator.num_processes, self.accelerator.process_index
 
     @property
@@ -117,6 +120,4 @@ class Dist:
 
     def shard(self, items: list) -> list:
         """This rank's share of ``items`` (round robin), keeping their order."""
-        return items[self.rank::self.world]
-
-
+        return items[self.rank :: self.world]

@@ -17,8 +17,11 @@ def _same_turn(group: list[Trajectory], p, q) -> bool:
         turn = group[p.trajectory].turns[k]
         if (p.trajectory, k) == (q.trajectory, q.start):
             return True
-        if turn.snapshot.key and (turn.snapshot.key, turn.snapshot.step, turn.action) == \
-                (target.snapshot.key, target.snapshot.step, target.action):
+        if turn.snapshot.key and (turn.snapshot.key, turn.snapshot.step, turn.action) == (
+            target.snapshot.key,
+            target.snapshot.step,
+            target.action,
+        ):
             return True
     return False
 
@@ -30,8 +33,9 @@ def best_turns(groups: list[list[Trajectory]], estimator: ValueEstimator, side: 
     return [reference.propose(group) for group in groups]
 
 
-def verified_precision(judge, groups: list[list[Trajectory]], estimator: ValueEstimator, *,
-                       references: list | None = None) -> dict:
+def verified_precision(
+    judge, groups: list[list[Trajectory]], estimator: ValueEstimator, *, references: list | None = None
+) -> dict:
     """Per group, the judge's proposal is verified (V(0) from the group's own outcomes); a hit is
     A_seg > 0. With ``references`` (``best_turns`` of the same groups), ``agreement`` is the share of
     proposals that name the reference's best turn."""
@@ -42,15 +46,20 @@ def verified_precision(judge, groups: list[list[Trajectory]], estimator: ValueEs
         if p is None:
             continue
         proposals += 1
-        v = verify_segment(None, group[p.trajectory], p, None, estimator.m, estimator=estimator,
-                           group_outcomes=[t.won for t in group])
+        v = verify_segment(
+            None, group[p.trajectory], p, None, estimator.m, estimator=estimator, group_outcomes=[t.won for t in group]
+        )
         a_segs.append(v.a_seg)
         hits += v.a_seg > 0
         best = references[g] if references is not None else None
         if best is not None:
             compared += 1
             agree += _same_turn(group, p, best)
-    return {"groups": len(groups), "proposals": proposals, "hits": hits,
-            "precision": hits / proposals if proposals else None,
-            "mean_a_seg": sum(a_segs) / len(a_segs) if a_segs else None,
-            "agreement": agree / compared if compared else None}
+    return {
+        "groups": len(groups),
+        "proposals": proposals,
+        "hits": hits,
+        "precision": hits / proposals if proposals else None,
+        "mean_a_seg": sum(a_segs) / len(a_segs) if a_segs else None,
+        "agreement": agree / compared if compared else None,
+    }

@@ -21,8 +21,18 @@ EMPTY = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "sampl
 
 
 class Learner:
-    def __init__(self, cfg, model, tokenizer, optimizer, out: Path, plain_model, recompute_logprobs: bool,
-                 dist=None, forward_model=None):
+    def __init__(
+        self,
+        cfg,
+        model,
+        tokenizer,
+        optimizer,
+        out: Path,
+        plain_model,
+        recompute_logprobs: bool,
+        dist=None,
+        forward_model=None,
+    ):
         """``forward_model``: ``LogprobModule(model)`` as the data-parallel wrapper (``dist.prepare``)
         returned it; None for one process."""
         from trainers.distributed import Dist
@@ -69,8 +79,11 @@ class Learner:
         ranks' gradients (its mean x N), so an update is the single-process update."""
         dist = self.dist
         kept = [(i, t, a) for i, (t, a) in enumerate(zip(trajectories, advantages)) if a is not None]
-        samples = [s for s in turn_samples([t for _, t, _ in kept], [a for _, _, a in kept], self.tokenizer)
-                   if any(s.policy_mask)]
+        samples = [
+            s
+            for s in turn_samples([t for _, t, _ in kept], [a for _, _, a in kept], self.tokenizer)
+            if any(s.policy_mask)
+        ]
         group_of = [groups[i] if groups is not None else i for i, _, _ in kept]
         sizes: dict = {}
         for s in samples:
@@ -88,7 +101,7 @@ class Learner:
         micro, steps = [], []
         for k in range(n_updates):  # this rank's share of update k (possibly empty)
             part = sorted([s for s in samples if where[group_of[s.trajectory]] == k], key=lambda s: len(s.input_ids))
-            chunks = [part[i:i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
+            chunks = [part[i : i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
             steps.append(list(range(len(micro), len(micro) + len(chunks))))
             micro += chunks
         device = next(self.model.parameters()).device
@@ -120,16 +133,24 @@ class Learner:
                 for j, i in enumerate(step):
                     batch = batches[i]
                     sync = j == len(step) - 1
-                    with (contextlib.nullcontext() if sync else dist.no_sync(self.forward_model)):
+                    with contextlib.nullcontext() if sync else dist.no_sync(self.forward_model):
                         lp = self.forward_logprobs(batch, batch["policy_mask"])
                         ref_lp = None
                         if ref is not None:
                             with torch.no_grad():
                                 ref_lp = token_logprobs(ref, batch, batch["policy_mask"])
-                        loss, m = policy_loss(lp, batch["old_logprobs"], batch["advantages"], batch["policy_mask"],
-                                              clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, agg=cfg.agg,
-                                              ref_logprobs=ref_lp, kl_coef=cfg.kl_coef,
-                                              weights=None if weights is None else weights[j])
+                        loss, m = policy_loss(
+                            lp,
+                            batch["old_logprobs"],
+                            batch["advantages"],
+                            batch["policy_mask"],
+                            clip_eps=cfg.clip_eps,
+                            clip_eps_high=cfg.clip_eps_high,
+                            agg=cfg.agg,
+                            ref_logprobs=ref_lp,
+                            kl_coef=cfg.kl_coef,
+                            weights=None if weights is None else weights[j],
+                        )
                         # token-mean over the update's mini-batch; traj-mean's weights already normalise the sum
                         token_share = tokens[i] / total
                         weight = 1.0 if weights is not None else token_share
@@ -202,7 +223,9 @@ def update_parts(samples: list, group_of: list, n: int) -> list[list]:
         g = group_of[s.trajectory]
         sizes[g] = sizes.get(g, 0) + 1
     where = deal_groups(sizes, n)
-    parts = [[s for s in samples if where[group_of[s.trajectory]] == k] for k in range(max(where.values(), default=-1) + 1)]
+    parts = [
+        [s for s in samples if where[group_of[s.trajectory]] == k] for k in range(max(where.values(), default=-1) + 1)
+    ]
     return [p for p in parts if p]
 
 

@@ -23,8 +23,9 @@ import torch
 AGGS = ("token-mean", "seq-mean", "traj-mean")
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean",
-                weights: torch.Tensor | None = None) -> torch.Tensor:
+def masked_mean(
+    x: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean", weights: torch.Tensor | None = None
+) -> torch.Tensor:
     mask = mask.to(x.dtype)
     if agg == "traj-mean":
         if weights is None:
@@ -39,10 +40,19 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean",
     raise ValueError(f"agg={agg!r}; use one of {AGGS}")
 
 
-def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
-                clip_eps: float = 0.2, clip_eps_high: float | None = None, ref_logprobs: torch.Tensor | None = None,
-                kl_coef: float = 0.0, agg: str = "token-mean", weights: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, dict]:
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_eps: float = 0.2,
+    clip_eps_high: float | None = None,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    agg: str = "token-mean",
+    weights: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict]:
     """(loss, metrics) for [B, T] tensors; metrics: ``clip_ratio``, ``kl``, ``approx_kl_old``."""
     eps_high = clip_eps if clip_eps_high is None else clip_eps_high
     log_ratio = logprobs - old_logprobs

@@ -91,8 +91,16 @@ def turn_samples(trajectories: list[Trajectory], advantages: list, tokenizer=Non
             prompt = turn.prompt_token_ids or []
             ids = list(turn.token_ids)[:n]
             lps = list(turn.logprobs or [0.0] * len(turn.token_ids))[:n]
-            samples.append(TurnSample(list(prompt) + ids, [0] * len(prompt) + [1] * n, [0.0] * len(prompt) + lps,
-                                      [0.0] * len(prompt) + per_token[offset:offset + n], i, k))
+            samples.append(
+                TurnSample(
+                    list(prompt) + ids,
+                    [0] * len(prompt) + [1] * n,
+                    [0.0] * len(prompt) + lps,
+                    [0.0] * len(prompt) + per_token[offset : offset + n],
+                    i,
+                    k,
+                )
+            )
             offset += n
     return samples
 

@@ -33,8 +33,9 @@ def sft_task_ids(env, episodes: int | None, seed: int) -> list[str]:
     return [ids[(seed * 100_003 + episode) % len(ids)] for episode in range(n)]
 
 
-def expert_examples(env, policy, backend, episodes: int | None, seed: int,
-                    demonstrator: dict | None = None) -> list[tuple[list[int], list[int]]]:
+def expert_examples(
+    env, policy, backend, episodes: int | None, seed: int, demonstrator: dict | None = None
+) -> list[tuple[list[int], list[int]]]:
     """(prompt ids, target ids + EOS) for every turn of the demonstrator's episodes of ``sft_task_ids``
     (the expert, or a flawed one: agents.baselines.make_demonstrator), each prompt built exactly as
     ``policy`` builds it at rollout time."""
@@ -65,8 +66,20 @@ def lr_factor(step: int, steps: int, schedule: str) -> float:
     return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
 
 
-def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float, pad_id: int,
-              rng: random.Random, schedule: str = "constant", progress: bool = False, forward=None) -> list[float]:
+def sft_steps(
+    model,
+    params,
+    examples,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    pad_id: int,
+    rng: random.Random,
+    schedule: str = "constant",
+    progress: bool = False,
+    forward=None,
+) -> list[float]:
     """``steps`` AdamW steps on random mini-batches of ``examples``; returns the losses. ``progress``:
     one tqdm bar with the running loss. ``forward(batch, mask)``: the log-probs with gradient (default
     ``token_logprobs(model, ...)``; the trainer passes its DDP wrapper's when data-parallel)."""
@@ -87,9 +100,9 @@ def sft_steps(model, params, examples, *, steps: int, batch_size: int, lr: float
         attn = torch.zeros((len(batch), width), dtype=torch.long)
         for row, (p, t) in enumerate(batch):
             seq = p + t
-            ids[row, :len(seq)] = torch.tensor(seq)
-            targets[row, len(p):len(seq)] = True
-            attn[row, :len(seq)] = 1
+            ids[row, : len(seq)] = torch.tensor(seq)
+            targets[row, len(p) : len(seq)] = True
+            attn[row, : len(seq)] = 1
         ids, targets, attn = ids.to(device), targets.to(device), attn.to(device)
         lp = forward({"input_ids": ids, "attention_mask": attn}, targets)
         loss = -(lp * targets).sum() / targets.sum()  # the same mean NLL as the HF loss, LM head on targets only

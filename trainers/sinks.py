@@ -32,8 +32,13 @@ class WandbSink:
         except ImportError as exc:
             raise RuntimeError("loggers: wandb needs `pip install wandb`") from exc
         os.environ.setdefault("WANDB_MODE", "offline")  # no network unless the user says so
-        self.run = wandb.init(project=cfg.wandb_project, dir=str(out), config=cfg.to_dict(), resume="allow",
-                              id=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12])
+        self.run = wandb.init(
+            project=cfg.wandb_project,
+            dir=str(out),
+            config=cfg.to_dict(),
+            resume="allow",
+            id=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12],
+        )
 
     def log(self, row: dict, step: int) -> None:
         self.run.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=step)

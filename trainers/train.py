@@ -45,14 +45,41 @@ def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
 
 # the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
 # task type (ALFWorld) or data source (Search-QA) when the env reports one
-METRICS = ("iteration", "reward", "success", "loss", "clip_ratio", "kl", "approx_kl_old", "samples", "updates",
-           "env_steps", "tokens", "groups/mixed", "groups/dropped_fraction",
-           "prover/proposed_segments", "prover/verified_segments", "prover/credited_segments",
-           "prover/positive_segments", "prover/mean_segment_advantage", "prover/segment_advantages",
-           "prover/credited_tokens", "prover/extra_tokens_ratio", "prover/extra_env_steps_ratio",
-           "rollout_logprob_gap", "rollout_logprob_gap_max",
-           "policy/failures", "time/rollout_generate", "time/rollout_env", "time/credit", "time/credit_generate",
-           "time/credit_env", "time/learn", "rollout_digest", "seconds")
+METRICS = (
+    "iteration",
+    "reward",
+    "success",
+    "loss",
+    "clip_ratio",
+    "kl",
+    "approx_kl_old",
+    "samples",
+    "updates",
+    "env_steps",
+    "tokens",
+    "groups/mixed",
+    "groups/dropped_fraction",
+    "prover/proposed_segments",
+    "prover/verified_segments",
+    "prover/credited_segments",
+    "prover/positive_segments",
+    "prover/mean_segment_advantage",
+    "prover/segment_advantages",
+    "prover/credited_tokens",
+    "prover/extra_tokens_ratio",
+    "prover/extra_env_steps_ratio",
+    "rollout_logprob_gap",
+    "rollout_logprob_gap_max",
+    "policy/failures",
+    "time/rollout_generate",
+    "time/rollout_env",
+    "time/credit",
+    "time/credit_generate",
+    "time/credit_env",
+    "time/learn",
+    "rollout_digest",
+    "seconds",
+)
 TASK_GROUP_KEYS = ("task_type", "data_source")
 RANK_SEED_STRIDE = 1_000_003  # rank r samples with seed + r * this (rank 0: the single-process stream)
 
@@ -84,9 +111,14 @@ class Trainer:
         checkpoint.seed_all(cfg.seed)
         # the learner's model; with LoRA a peft model (a resumed checkpoint holds the adapter only). Each
         # rank samples with its own stream (seed + rank); the model and the task draws are the same on all
-        self.backend = HFBackend(model_path, max_tokens=cfg.max_tokens, temperature=cfg.temperature,
-                                 seed=cfg.seed + RANK_SEED_STRIDE * self.dist.rank, trainable=True,
-                                 device=str(self.dist.device))
+        self.backend = HFBackend(
+            model_path,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            seed=cfg.seed + RANK_SEED_STRIDE * self.dist.rank,
+            trainable=True,
+            device=str(self.dist.device),
+        )
         if cfg.lora and not _is_peft(self.backend.model):
             self.backend.model = _with_lora(self.backend.model, cfg.lora)
         self.model = self.backend.model
@@ -101,17 +133,38 @@ class Trainer:
 
             export = self.out / "rollout_engine_weights"
             self.export(export)
-            self.generator = make_backend({"max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
-                                           "seed": cfg.seed, **cfg.rollout_engine, "model_path": str(export)})
+            self.generator = make_backend(
+                {
+                    "max_tokens": cfg.max_tokens,
+                    "temperature": cfg.temperature,
+                    "seed": cfg.seed,
+                    **cfg.rollout_engine,
+                    "model_path": str(export),
+                }
+            )
         self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
         judge_cfg = {"kind": "random", "side": "any", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge
         self.judge = judges.make(judge_cfg)
         self.rng = random.Random(cfg.seed)
         # verification continuations run the policy as it is when they run (self.policy may be swapped)
-        self.credit = CreditAssigner(cfg, self.judge, make_estimator_factory(
-            self.env, lambda: self.policy, cfg.continuations, self.pool if cfg.batched_rollouts else None))
-        self.learner = Learner(cfg, self.model, self.backend.tokenizer, self.optimizer, self.out, self.plain_model,
-                               self.recompute_logprobs, dist=self.dist, forward_model=self.forward_model)
+        self.credit = CreditAssigner(
+            cfg,
+            self.judge,
+            make_estimator_factory(
+                self.env, lambda: self.policy, cfg.continuations, self.pool if cfg.batched_rollouts else None
+            ),
+        )
+        self.learner = Learner(
+            cfg,
+            self.model,
+            self.backend.tokenizer,
+            self.optimizer,
+            self.out,
+            self.plain_model,
+            self.recompute_logprobs,
+            dist=self.dist,
+            forward_model=self.forward_model,
+        )
         if resuming:
             self._load()
             if self.dist.is_main:
@@ -129,9 +182,18 @@ class Trainer:
         every rank's own RNG states and generation counter under ``ranks``."""
         ranks = self.dist.gather(checkpoint.rng_state(self.generator._calls)) if self.dist.enabled else None
         if self.dist.is_main:
-            checkpoint.save(self.out, self.model, self.backend.tokenizer, self.optimizer,
-                            {"iteration": self.iteration, "python_rng": checkpoint.encode_python_rng(self.rng),
-                             "backend_calls": self.generator._calls, **({"ranks": ranks} if ranks else {})})
+            checkpoint.save(
+                self.out,
+                self.model,
+                self.backend.tokenizer,
+                self.optimizer,
+                {
+                    "iteration": self.iteration,
+                    "python_rng": checkpoint.encode_python_rng(self.rng),
+                    "backend_calls": self.generator._calls,
+                    **({"ranks": ranks} if ranks else {}),
+                },
+            )
         self.dist.barrier()  # no rank runs ahead of a checkpoint that is not written yet
 
     def _load(self) -> None:
@@ -142,8 +204,10 @@ class Trainer:
         if self.dist.enabled or "ranks" in state:
             ranks = state.get("ranks") or []
             if len(ranks) != self.dist.world:
-                raise ValueError(f"{self.ckpt} was written by {len(ranks) or 1} process(es); resume it with as many "
-                                 f"(this launch has {self.dist.world})")
+                raise ValueError(
+                    f"{self.ckpt} was written by {len(ranks) or 1} process(es); resume it with as many "
+                    f"(this launch has {self.dist.world})"
+                )
             self.generator._calls = checkpoint.set_rng_state(ranks[self.dist.rank])
 
     def _trainable(self) -> list:
@@ -178,7 +242,7 @@ class Trainer:
         for name, tensor in self.model.state_dict().items():
             if ".lora_" in name:
                 continue
-            plain = name[len(prefix):] if name.startswith(prefix) else name
+            plain = name[len(prefix) :] if name.startswith(prefix) else name
             if ".base_layer." in name:
                 module_name, _, kind = name.rpartition(".base_layer.")
                 plain = plain.replace(".base_layer.", ".")
@@ -200,24 +264,43 @@ class Trainer:
         from trainers.sft import expert_examples, sft_steps, sft_task_ids
 
         cfg = self.cfg
-        examples = expert_examples(self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed,
-                                   cfg.sft_demonstrator)
+        examples = expert_examples(
+            self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed, cfg.sft_demonstrator
+        )
         covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
         train_tasks = len(self.env.unwrapped.task_ids())
         # data-parallel: every rank runs the same SFT batches through DDP (replicated, not sharded: a
         # short warm start), so the ranks stay identical
-        losses = sft_steps(self.model, self._trainable(), examples, steps=cfg.sft_steps, batch_size=cfg.minibatch_size,
-                           lr=cfg.sft_lr, pad_id=self.backend.tokenizer.pad_token_id, rng=self.rng,
-                           schedule=cfg.sft_schedule, progress=cfg.progress and self.dist.is_main,
-                           forward=self.learner.forward_logprobs)
+        losses = sft_steps(
+            self.model,
+            self._trainable(),
+            examples,
+            steps=cfg.sft_steps,
+            batch_size=cfg.minibatch_size,
+            lr=cfg.sft_lr,
+            pad_id=self.backend.tokenizer.pad_token_id,
+            rng=self.rng,
+            schedule=cfg.sft_schedule,
+            progress=cfg.progress and self.dist.is_main,
+            forward=self.learner.forward_logprobs,
+        )
         self.sync_generator()
         if not self.dist.is_main:
             return losses
         with open(self.out / "sft.jsonl", "w", encoding="utf-8") as fh:
             # coverage: RL samples every task of the split, so SFT should have seen them all (sft_episodes=null)
-            fh.write(json.dumps({"examples": len(examples), "tasks_covered": covered, "train_tasks": train_tasks,
-                                 "first_loss": losses[0] if losses else None,
-                                 "last_loss": losses[-1] if losses else None}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "examples": len(examples),
+                        "tasks_covered": covered,
+                        "train_tasks": train_tasks,
+                        "first_loss": losses[0] if losses else None,
+                        "last_loss": losses[-1] if losses else None,
+                    }
+                )
+                + "\n"
+            )
         return losses
 
     # ---- rollouts -----------------------------------------------------------------------------
@@ -234,9 +317,13 @@ class Trainer:
         if self.cfg.batched_rollouts:  # every episode of the iteration in lock-step: one generation batch per turn
             from agents.rollout import rollout_batch
 
-            trajs = rollout_batch(self.pool(), self.policy, task_ids=[t for t in tasks for _ in range(g)],
-                                  indices=list(range(len(tasks) * g)))
-            return [trajs[i * g:(i + 1) * g] for i in range(len(tasks))]
+            trajs = rollout_batch(
+                self.pool(),
+                self.policy,
+                task_ids=[t for t in tasks for _ in range(g)],
+                indices=list(range(len(tasks) * g)),
+            )
+            return [trajs[i * g : (i + 1) * g] for i in range(len(tasks))]
         return [[rollout(self.env, self.policy, task_id=task) for _ in range(g)] for task in tasks]
 
     def pool(self):
@@ -280,12 +367,19 @@ class Trainer:
 
         # where the iteration's time went: rollouts (generation / env), credit (judge + verification
         # continuations, their generation / env), the learner's update
-        timing = {"time/rollout_generate": spent(p0, p1, "generate"), "time/rollout_env": spent(p0, p1, "env"),
-                  "time/credit": round(t2 - t1, 3), "time/credit_generate": spent(p1, p2, "generate"),
-                  "time/credit_env": spent(p1, p2, "env"), "time/learn": round(t3 - t2, 3)}
+        timing = {
+            "time/rollout_generate": spent(p0, p1, "generate"),
+            "time/rollout_env": spent(p0, p1, "env"),
+            "time/credit": round(t2 - t1, 3),
+            "time/credit_generate": spent(p1, p2, "generate"),
+            "time/credit_env": spent(p1, p2, "env"),
+            "time/learn": round(t3 - t2, 3),
+        }
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
-        digest = hashlib.sha256(json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(
+            json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()
+        ).hexdigest()[:16]
         outcomes = [(t.total_reward, t.won, _task_group(t)) for t in trajectories]
         policy_failures = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
         if self.dist.enabled:  # the iteration over all ranks (times: the slowest rank's)
@@ -298,17 +392,28 @@ class Trainer:
             timing = {k: max(p[6][k] for p in parts) for k in timing}
         probe, t4 = dict(start_probe), time.time()
         self.iteration += 1
-        if self.cfg.probe_kwargs and (self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations):
+        if self.cfg.probe_kwargs and (
+            self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations
+        ):
             probe["probe/success"] = self.probe()
         if probe:
             timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before t0)
-        row = {"iteration": self.iteration, **probe, "reward": sum(o[0] for o in outcomes) / len(outcomes),
-               "success": sum(o[1] for o in outcomes) / len(outcomes), **logs,
-               "env_steps": steps, "tokens": tokens, **credit.metrics(),
-               "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
-               "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
-               **success_by_group(outcomes),
-               **timing, "rollout_digest": digest, "seconds": round(time.time() - t0, 3)}
+        row = {
+            "iteration": self.iteration,
+            **probe,
+            "reward": sum(o[0] for o in outcomes) / len(outcomes),
+            "success": sum(o[1] for o in outcomes) / len(outcomes),
+            **logs,
+            "env_steps": steps,
+            "tokens": tokens,
+            **credit.metrics(),
+            "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
+            "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
+            **success_by_group(outcomes),
+            **timing,
+            "rollout_digest": digest,
+            "seconds": round(time.time() - t0, 3),
+        }
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
         judge_stats = getattr(self.judge, "stats", None) or {}
@@ -335,8 +440,9 @@ class Trainer:
         cfg = self.cfg
         if getattr(self, "_probe_pool", None) is None:  # data-parallel: each rank plays its share of the tasks
             self._probe_ids = self.dist.shard(split_task_ids(cfg.env_id, cfg.probe_kwargs, cfg.probe_tasks))
-            self._probe_pool = EnvPool(cfg.env_id, max(1, min(50, len(self._probe_ids))), backend="sync",
-                                       **cfg.probe_kwargs)
+            self._probe_pool = EnvPool(
+                cfg.env_id, max(1, min(50, len(self._probe_ids))), backend="sync", **cfg.probe_kwargs
+            )
         with self.greedy():
             trajs = play_tasks(cfg.env_id, cfg.probe_kwargs, self.policy, self._probe_ids, pool=self._probe_pool)
         won, played = (sum(x) for x in zip(*self.dist.gather((sum(t.won for t in trajs), len(trajs)))))
@@ -360,13 +466,23 @@ class Trainer:
         """SFT (when configured and not yet done), then iterations up to ``cfg.iterations``, saving a
         checkpoint every ``checkpoint_every``; ``desc`` labels the progress bar."""
         rows = []
-        if self.iteration == 0 and self.cfg.sft_steps > 0 and not self.dist.broadcast(checkpoint.has_checkpoint(self.out)):
+        if (
+            self.iteration == 0
+            and self.cfg.sft_steps > 0
+            and not self.dist.broadcast(checkpoint.has_checkpoint(self.out))
+        ):
             self.sft()
             self.save()  # iteration 0: a resume (or iterations=0, SFT only) keeps the SFT model
         from tqdm import tqdm
 
-        bar = tqdm(total=self.cfg.iterations, initial=self.iteration, desc=desc or self.cfg.method, unit="it",
-                   disable=not (self.cfg.progress and self.dist.is_main) or None, leave=False)
+        bar = tqdm(
+            total=self.cfg.iterations,
+            initial=self.iteration,
+            desc=desc or self.cfg.method,
+            unit="it",
+            disable=not (self.cfg.progress and self.dist.is_main) or None,
+            leave=False,
+        )
         while self.iteration < self.cfg.iterations:
             rows.append(self.step())
             if self.iteration % self.cfg.checkpoint_every == 0 or self.iteration == self.cfg.iterations:
@@ -424,9 +540,13 @@ def _with_lora(model, spec: dict):
         from peft import LoraConfig, get_peft_model
     except ImportError:
         raise ImportError("lora: ... needs peft: pip install peft") from None
-    config = LoraConfig(task_type="CAUSAL_LM", r=spec.get("r", 8), lora_alpha=spec.get("alpha", 16),
-                        lora_dropout=spec.get("dropout", 0.0),
-                        target_modules=spec.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"]))
+    config = LoraConfig(
+        task_type="CAUSAL_LM",
+        r=spec.get("r", 8),
+        lora_alpha=spec.get("alpha", 16),
+        lora_dropout=spec.get("dropout", 0.0),
+        target_modules=spec.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"]),
+    )
     return get_peft_model(model, config)
 
 
@@ -440,8 +560,23 @@ def main(argv: list[str] | None = None) -> int:
     trainer = Trainer(cfg, resume=args.resume)
     for row in trainer.run():
         if trainer.dist.is_main:
-            print(json.dumps({k: row[k] for k in ("iteration", "reward", "success", "loss", "prover/proposed_segments",
-                                          "prover/verified_segments", "prover/credited_segments")}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        k: row[k]
+                        for k in (
+                            "iteration",
+                            "reward",
+                            "success",
+                            "loss",
+                            "prover/proposed_segments",
+                            "prover/verified_segments",
+                            "prover/credited_segments",
+                        )
+                    }
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -39,13 +39,31 @@ class Verification:
     p_value: float = 1.0
 
     @classmethod
-    def measured(cls, before: list[bool], after: list[bool], *, before_source: str, after_source: str,
-                 extra_env_steps: int = 0, extra_tokens: int = 0, continuations=None) -> Verification:
+    def measured(
+        cls,
+        before: list[bool],
+        after: list[bool],
+        *,
+        before_source: str,
+        after_source: str,
+        extra_env_steps: int = 0,
+        extra_tokens: int = 0,
+        continuations=None,
+    ) -> Verification:
         """A_seg and its p-value from the two sides' outcomes (an exact terminal side is a point)."""
         a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
         p = improvement_p_value(after, before, after_known=after_source == "terminal")
-        return cls(a_seg, list(before), list(after), extra_env_steps, extra_tokens, list(continuations or []),
-                   before_source, after_source, p)
+        return cls(
+            a_seg,
+            list(before),
+            list(after),
+            extra_env_steps,
+            extra_tokens,
+            list(continuations or []),
+            before_source,
+            after_source,
+            p,
+        )
 
 
 @dataclass
@@ -84,7 +102,7 @@ class ValueEstimator:
         if self.pool is not None and starts:
             width = len(self.pool)
             for first in range(0, len(starts), width):
-                chunk = starts[first:first + width]
+                chunk = starts[first : first + width]
                 runs += rollout_batch(self.pool, self.policy, starts=chunk, indices=list(range(len(chunk))))
         else:
             for snap, history, task_id, task in starts:
@@ -98,8 +116,17 @@ class ValueEstimator:
         return out
 
 
-def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4, *, pool=None,
-                   group_outcomes: list[bool] | None = None, estimator: ValueEstimator | None = None) -> Verification:
+def verify_segment(
+    env,
+    traj: Trajectory,
+    proposal: Proposal,
+    policy,
+    m: int = 4,
+    *,
+    pool=None,
+    group_outcomes: list[bool] | None = None,
+    estimator: ValueEstimator | None = None,
+) -> Verification:
     """A_seg of turns ``proposal.start..proposal.end`` of ``traj`` (see the module docstring).
 
     ``group_outcomes``: the won flags of the group's rollouts of this task, which estimate V(0) for
@@ -115,8 +142,12 @@ def verify_segment(env, traj: Trajectory, proposal: Proposal, policy, m: int = 4
     points = [] if reuse_before else [(traj, proposal.start)]
     points.append((traj, after_k))
     values = est.outcomes(points, m)
-    return Verification.measured(list(group_outcomes) if reuse_before else values[0], values[-1],
-                                 before_source="group" if reuse_before else "continuations",
-                                 after_source="terminal" if after_k == len(traj.turns) else "continuations",
-                                 extra_env_steps=est.extra_env_steps - steps0, extra_tokens=est.extra_tokens - tokens0,
-                                 continuations=est.continuations)
+    return Verification.measured(
+        list(group_outcomes) if reuse_before else values[0],
+        values[-1],
+        before_source="group" if reuse_before else "continuations",
+        after_source="terminal" if after_k == len(traj.turns) else "continuations",
+        extra_env_steps=est.extra_env_steps - steps0,
+        extra_tokens=est.extra_tokens - tokens0,
+        continuations=est.continuations,
+    )

@@ -44,13 +44,15 @@ class LocalChatBackend:
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
 
-    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation) -> list[Completion]:
+    def chat(
+        self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation
+    ) -> list[Completion]:
         params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
         prefixes = prefixes or [""] * len(conversations)
         prompts = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations, prefixes)]
         out: list[Completion] = []
         for start in range(0, len(prompts), self.batch_size):
-            out.extend(self._generate(prompts[start:start + self.batch_size], params))
+            out.extend(self._generate(prompts[start : start + self.batch_size], params))
         return out
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:

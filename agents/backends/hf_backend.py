@@ -10,9 +10,19 @@ from agents.backends.base import BackendError, Completion, LocalChatBackend
 
 
 class HFBackend(LocalChatBackend):
-    def __init__(self, model_path: str, *, device: str = "cpu", dtype: str = "float32", max_tokens: int = 256,
-                 temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 16,
-                 trainable: bool = False):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        batch_size: int = 16,
+        trainable: bool = False,
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -65,10 +75,17 @@ class HFBackend(LocalChatBackend):
         torch.manual_seed(self.generator_seed + self._calls)
         with torch.no_grad():
             gen = self.model.generate(
-                **batch, max_new_tokens=params["max_tokens"], do_sample=not greedy,
-                temperature=None if greedy else params["temperature"], top_p=None if greedy else params["top_p"],
-                top_k=None, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
-                output_scores=True, return_dict_in_generate=True)
+                **batch,
+                max_new_tokens=params["max_tokens"],
+                do_sample=not greedy,
+                temperature=None if greedy else params["temperature"],
+                top_p=None if greedy else params["top_p"],
+                top_k=None,
+                pad_token_id=self.tokenizer.pad_token_id,
+                eos_token_id=self.tokenizer.eos_token_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
             # log-probs under the distribution the tokens were drawn from (temperature-scaled logits)
             logps = self.model.compute_transition_scores(gen.sequences, gen.scores, normalize_logits=True)
         width = batch["input_ids"].shape[1]

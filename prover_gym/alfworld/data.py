@@ -31,7 +31,11 @@ from prover_gym.cache import build_once, cache_dir
 
 GENERATOR_VERSION = "alfworld-gen-v1"
 SPLIT_SIZES = {"train": 3553, "valid_seen": 140, "valid_unseen": 134}  # ALFWorld's split sizes
-SPLIT_ALIASES = {"test": "valid_unseen", "eval_in_distribution": "valid_seen", "eval_out_of_distribution": "valid_unseen"}
+SPLIT_ALIASES = {
+    "test": "valid_unseen",
+    "eval_in_distribution": "valid_seen",
+    "eval_out_of_distribution": "valid_unseen",
+}
 MAX_ATTEMPTS = 40
 PATCH_VERSION = "alfworld-patched-v2"  # v1 swapped in the package grammar and had no help action
 
@@ -75,8 +79,9 @@ def split_floor_plans(split: str, task_type: str) -> tuple[int, ...]:
     return tuple(n for n in plans if n not in UNSEEN_FLOOR_PLANS)
 
 
-def generated_game(task_id: str, engine, *, max_receptacles: int | None, num_distractors: int,
-                   budget: int = 50) -> Path:
+def generated_game(
+    task_id: str, engine, *, max_receptacles: int | None, num_distractors: int, budget: int = 50
+) -> Path:
     """The game file of a generated task, generating and checking it on first use (cached).
 
     ``engine`` (an ``AlfredEngine``) is used to check the game: the handcoded expert must win it
@@ -92,15 +97,23 @@ def generated_game(task_id: str, engine, *, max_receptacles: int | None, num_dis
             floor_plan = rng.choice(plans)
             seed = rng.randrange(1 << 30)
             try:
-                game = generate_game(floor_plan, task_type, seed, max_receptacles=max_receptacles,
-                                     num_distractors=num_distractors)
+                game = generate_game(
+                    floor_plan, task_type, seed, max_receptacles=max_receptacles, num_distractors=num_distractors
+                )
             except Infeasible:
                 continue
             walkthrough = _expert_walkthrough(engine, str(write_game(game, tmp)), budget)
             if walkthrough is not None:
                 write_game(game, tmp, walkthrough)
-                return {"task_id": task_id, "task_type": task_type, "floor_plan": floor_plan, "seed": seed,
-                        "attempt": attempt, "walkthrough_len": len(walkthrough), "version": GENERATOR_VERSION}
+                return {
+                    "task_id": task_id,
+                    "task_type": task_type,
+                    "floor_plan": floor_plan,
+                    "seed": seed,
+                    "attempt": attempt,
+                    "walkthrough_len": len(walkthrough),
+                    "version": GENERATOR_VERSION,
+                }
         raise DataError(f"could not generate a solvable game for {task_id} in {MAX_ATTEMPTS} attempts")
 
     return build_once(generated_root(max_receptacles, num_distractors) / split / index, build) / "game.tw-pddl"
@@ -128,8 +141,10 @@ def official_games(root: Path, split: str, *, include_sliced: bool = False) -> d
     with ``include_sliced``)."""
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"ALFWorld data directory {root} does not exist; pass data= the json_2.1.x folder "
-                        "(the one holding train/, valid_seen/, valid_unseen/) or a folder of task dirs")
+        raise DataError(
+            f"ALFWorld data directory {root} does not exist; pass data= the json_2.1.x folder "
+            "(the one holding train/, valid_seen/, valid_unseen/) or a folder of task dirs"
+        )
     canonical = SPLIT_ALIASES.get(split, split)
     if (root / canonical).is_dir():
         base = root / canonical
@@ -138,10 +153,14 @@ def official_games(root: Path, split: str, *, include_sliced: bool = False) -> d
     else:  # never fall back to the whole folder: it would put other splits' games into this one
         present = sorted(s for s in SPLIT_SIZES if (root / s).is_dir())
         if present:
-            raise DataError(f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); it has "
-                            f"{', '.join(p + '/' for p in present)}: pass one of split={present}")
-        raise DataError(f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); for a folder of task "
-                        "dirs used as one split, pass split='all'")
+            raise DataError(
+                f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); it has "
+                f"{', '.join(p + '/' for p in present)}: pass one of split={present}"
+            )
+        raise DataError(
+            f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); for a folder of task "
+            "dirs used as one split, pass split='all'"
+        )
     games = {}
     for traj in sorted(base.rglob("traj_data.json")):
         task_dir = traj.parent

@@ -58,7 +58,8 @@ def check_versions() -> None:
             problems.append(f"{name}=={want} (found {have or 'nothing'})")
     if problems:
         raise EngineError(
-            "prover/ALFWorld-v0 needs the pinned engine: " + ", ".join(problems)
+            "prover/ALFWorld-v0 needs the pinned engine: "
+            + ", ".join(problems)
             + '. Install it with: pip install alfworld==0.4.2 "textworld[pddl]==1.7.0" '
             "(with the virtualenv's bin first on PATH, so fast-downward-textworld builds)."
         )
@@ -173,7 +174,9 @@ def _fast(rng_state):
     """Run engine code with the memo patches on and this engine's private ``random`` state (the
     handcoded expert draws from the global ``random`` module). Yields a holder for the new state."""
     with _LOCK:
-        saved = [(owner, name, vars(owner)[name]) for owner, name, _ in _patches()]  # as stored (a classmethod stays one)
+        saved = [
+            (owner, name, vars(owner)[name]) for owner, name, _ in _patches()
+        ]  # as stored (a classmethod stays one)
         for owner, name, patched in _patches():
             setattr(owner, name, patched)
         outer = random.getstate()
@@ -402,7 +405,9 @@ class AlfredEngine:
             for op_id in snap.ops:
                 ps.all_applicable_actions()
                 if op_id not in ps._operators:
-                    raise EngineError(f"snapshot operator {op_id} is not applicable in {snap.game}; the game file changed")
+                    raise EngineError(
+                        f"snapshot operator {op_id} is not applicable in {snap.game}; the game file changed"
+                    )
                 ps.apply(_OpRef(op_id))
             state = GameState()
             state.last_command = snap.last_command

@@ -61,15 +61,37 @@ class ALFWorldEnv(TextEnv):
 
     env_id = "prover/ALFWorld-v0"
 
-    def __init__(self, split: str = "train", data: str | None = None, *, max_steps: int = 50,
-                 task_types: list[str] | tuple[str, ...] | None = None, max_receptacles: int | None = None,
-                 num_distractors: int = 10, num_games: int | None = None, expert: bool = True,
-                 grammar_patch: bool = True, include_sliced: bool = False, start: str = "room",
-                 budget_slack: int | None = None, invalid_to_expert: bool = False, render_mode: str | None = None):
+    def __init__(
+        self,
+        split: str = "train",
+        data: str | None = None,
+        *,
+        max_steps: int = 50,
+        task_types: list[str] | tuple[str, ...] | None = None,
+        max_receptacles: int | None = None,
+        num_distractors: int = 10,
+        num_games: int | None = None,
+        expert: bool = True,
+        grammar_patch: bool = True,
+        include_sliced: bool = False,
+        start: str = "room",
+        budget_slack: int | None = None,
+        invalid_to_expert: bool = False,
+        render_mode: str | None = None,
+    ):
         task_types = list(task_types) if task_types is not None else None
-        make_kwargs = dict(split=split, data=data, max_steps=max_steps, task_types=task_types,
-                           max_receptacles=max_receptacles, num_distractors=num_distractors, num_games=num_games,
-                           expert=expert, grammar_patch=grammar_patch, include_sliced=include_sliced)
+        make_kwargs = dict(
+            split=split,
+            data=data,
+            max_steps=max_steps,
+            task_types=task_types,
+            max_receptacles=max_receptacles,
+            num_distractors=num_distractors,
+            num_games=num_games,
+            expert=expert,
+            grammar_patch=grammar_patch,
+            include_sliced=include_sliced,
+        )
         if start != "room":
             make_kwargs.update(start=start, budget_slack=budget_slack)
         if invalid_to_expert:
@@ -78,14 +100,17 @@ class ALFWorldEnv(TextEnv):
         if start not in ("room", "object"):
             raise ValueError(f"start={start!r}; use 'room' (the original) or 'object' (where the goal object is)")
         if start == "object" and not expert:
-            raise ValueError("start='object' plays the handcoded expert's moves to the object at reset: it needs "
-                             "expert=True")
+            raise ValueError(
+                "start='object' plays the handcoded expert's moves to the object at reset: it needs expert=True"
+            )
         if budget_slack is not None and (start != "object" or not isinstance(budget_slack, int) or budget_slack < 0):
             raise ValueError(f"budget_slack={budget_slack!r} needs start='object' and an int >= 0")
         self.start, self.budget_slack = start, budget_slack
         if not isinstance(invalid_to_expert, bool):
-            raise ValueError(f"invalid_to_expert={invalid_to_expert!r}; use False (bad actions keep the state) or "
-                             "True (stock: the expert sees them)")
+            raise ValueError(
+                f"invalid_to_expert={invalid_to_expert!r}; use False (bad actions keep the state) or "
+                "True (stock: the expert sees them)"
+            )
         self.invalid_to_expert = invalid_to_expert
         self._budgets: dict[str, int] = {}  # task id -> the expert's plan length from the start state
         for t in task_types or ():
@@ -112,10 +137,13 @@ class ALFWorldEnv(TextEnv):
                 digest.update(k.encode() + b"\0" + games[k].read_bytes())
             source = ["official", digest.hexdigest(), grammar_patch and alf_data.PATCH_VERSION]
         self._grammar_patch = grammar_patch
-        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, source, self._ids, max_steps, expert]
-                                                      + ([start, budget_slack] if start != "room" else [])
-                                                      + (["invalid_to_expert"] if invalid_to_expert else [])
-                                                      ).encode()).hexdigest()
+        self._fingerprint = hashlib.sha256(
+            json.dumps(
+                [self.env_id, source, self._ids, max_steps, expert]
+                + ([start, budget_slack] if start != "room" else [])
+                + (["invalid_to_expert"] if invalid_to_expert else [])
+            ).encode()
+        ).hexdigest()
         self.engine = AlfredEngine(expert=expert)
         self._meta: dict = {}
 

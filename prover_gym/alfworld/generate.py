@@ -56,10 +56,18 @@ def main(argv=None) -> None:
         for job in tqdm(jobs, desc=f"alfworld {args.split}"):
             stats.append(_one(job))
     attempts = [s[2] for s in stats]
-    print(json.dumps({"split": args.split, "games": len(stats), "seconds": round(time.perf_counter() - t0, 1),
-                      "mean_attempts": round(1 + sum(attempts) / max(1, len(attempts)), 2),
-                      "mean_walkthrough": round(sum(s[3] for s in stats) / max(1, len(stats)), 1),
-                      "root": str(generated_root(**knobs))}))
+    print(
+        json.dumps(
+            {
+                "split": args.split,
+                "games": len(stats),
+                "seconds": round(time.perf_counter() - t0, 1),
+                "mean_attempts": round(1 + sum(attempts) / max(1, len(attempts)), 2),
+                "mean_walkthrough": round(sum(s[3] for s in stats) / max(1, len(stats)), 1),
+                "root": str(generated_root(**knobs)),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

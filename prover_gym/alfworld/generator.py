@@ -89,7 +89,7 @@ def available_floor_plans() -> tuple[int, ...]:
     layouts = _package_dir() / "gen" / "layouts"
     out = []
     for f in layouts.glob("FloorPlan*-objects.json"):
-        n = int(f.name[len("FloorPlan"):].split("-")[0])
+        n = int(f.name[len("FloorPlan") :].split("-")[0])
         if (layouts / f"FloorPlan{n}-openable.json").exists() and (layouts / f"FloorPlan{n}-layout.npy").exists():
             out.append(n)
     return tuple(sorted(out))
@@ -107,8 +107,13 @@ def _floor_plan(n: int):
 
 
 def mangle(name: str) -> str:
-    return (name.replace("|", "_bar_").replace("-", "_minus_").replace("+", "_plus_")
-            .replace(".", "_dot_").replace(",", "_comma_"))
+    return (
+        name.replace("|", "_bar_")
+        .replace("-", "_minus_")
+        .replace("+", "_plus_")
+        .replace(".", "_dot_")
+        .replace(",", "_comma_")
+    )
 
 
 def _loc(x: float, z: float, rot: int, horizon: int) -> str:
@@ -144,8 +149,9 @@ def _receptacles(n: int, rng: random.Random) -> list[tuple[str, str, str]]:
 def _pickupable_classes(scene_objects) -> list[str]:
     c = _constants()
     containable = set().union(*c.VAL_RECEPTACLE_OBJECTS.values())
-    return sorted(o for o in set(scene_objects)
-                  if o in containable and o in c.OBJECTS and "Sliced" not in o and o not in LAMPS)
+    return sorted(
+        o for o in set(scene_objects) if o in containable and o in c.OBJECTS and "Sliced" not in o and o not in LAMPS
+    )
 
 
 def _choose_params(n: int, task_type: str, receptacles, rng: random.Random) -> dict:
@@ -185,8 +191,9 @@ def _choose_params(n: int, task_type: str, receptacles, rng: random.Random) -> d
     return params
 
 
-def generate_game(floor_plan: int, task_type: str, seed: int, *, max_receptacles: int | None = None,
-                  num_distractors: int = 10) -> dict:
+def generate_game(
+    floor_plan: int, task_type: str, seed: int, *, max_receptacles: int | None = None, num_distractors: int = 10
+) -> dict:
     """One game as ``{"problem": str, "grammar": str, "traj_data": dict}``; raises ``Infeasible``."""
     if task_type not in TASK_TYPES:
         raise ValueError(f"task_type {task_type!r}; use one of {TASK_TYPES}")
@@ -260,7 +267,9 @@ def generate_game(floor_plan: int, task_type: str, seed: int, *, max_receptacles
 
     problem = _problem_text(f"gen_{floor_plan}_{task_type}_{seed}", task_type, params, kept, placed, start)
     templates = _goal_library()[task_type]["templates"]
-    task_desc = rng.choice(templates).format(obj=obj_cls.lower(), recep=recep_cls.lower(), toggle=lamp_cls.lower(), mrecep="")
+    task_desc = rng.choice(templates).format(
+        obj=obj_cls.lower(), recep=recep_cls.lower(), toggle=lamp_cls.lower(), mrecep=""
+    )
     grammar = grammar_text().replace("UNKNOWN GOAL", task_desc)
     traj = {
         "task_id": f"gen_{floor_plan}_{task_type}_{seed}",
@@ -295,16 +304,22 @@ def _problem_text(name, task_type, params, kept, placed, start) -> str:
     facts += [f"(isReceptacleObject {mangle(oid)})" for oid, cls, _ in placed if cls in RECEPTACLE_OBJECTS]
     facts += [f"(openable {mangle(rid)})" for rid, cls, _ in kept if cls in c.OPENABLE_CLASS_SET]
     facts.append(f"(atLocation agent1 {mangle(start)})")
-    for prop, key in (("cleanable", "Cleanable"), ("heatable", "Heatable"), ("coolable", "Coolable"),
-                      ("toggleable", "Toggleable"), ("sliceable", "Sliceable")):
+    for prop, key in (
+        ("cleanable", "Cleanable"),
+        ("heatable", "Heatable"),
+        ("coolable", "Coolable"),
+        ("toggleable", "Toggleable"),
+        ("sliceable", "Sliceable"),
+    ):
         facts += [f"({prop} {mangle(oid)})" for oid, cls, _ in placed if cls in va[key]]
     facts += [f"(inReceptacle {mangle(oid)} {mangle(r[0])})" for oid, _, r in placed]
     facts += [f"(receptacleAtLocation {mangle(rid)} {mangle(loc)})" for rid, _, loc in kept]
     facts += [f"(objectAtLocation {mangle(oid)} {mangle(r[2])})" for oid, _, r in placed]
     lines += [f"        {f}" for f in facts]
     lines += ["        )", ""]
-    goal = _goal_library()[task_type]["pddl"].format(obj=params["object_target"], recep=params["parent_target"],
-                                                    toggle=params["toggle_target"], mrecep="")
+    goal = _goal_library()[task_type]["pddl"].format(
+        obj=params["object_target"], recep=params["parent_target"], toggle=params["toggle_target"], mrecep=""
+    )
     lines.append(goal.replace(" # ", " - "))
     return "\n".join(lines) + "\n"
 
@@ -314,8 +329,13 @@ def write_game(game: dict, directory: Path, walkthrough: list[str] | None = None
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "initial_state.pddl").write_text(game["problem"])
     (directory / "traj_data.json").write_text(json.dumps(game["traj_data"], indent=1))
-    doc = {"pddl_domain": domain_text(), "grammar": game["grammar"], "pddl_problem": game["problem"],
-           "solvable": walkthrough is not None, "walkthrough": walkthrough}
+    doc = {
+        "pddl_domain": domain_text(),
+        "grammar": game["grammar"],
+        "pddl_problem": game["problem"],
+        "solvable": walkthrough is not None,
+        "walkthrough": walkthrough,
+    }
     path = directory / "game.tw-pddl"
     path.write_text(json.dumps(doc))
     return path

@@ -32,8 +32,18 @@ class BundledConfig:
     n_countries: int = 40
     test_fraction: float = 0.25
     # questions per family and split (fewer are kept where too few candidates pass verification)
-    train_per_family: tuple[tuple[str, int], ...] = (("single_hop", 1200), ("bridge", 800), ("comparison", 600), ("three_hop", 500))
-    test_per_family: tuple[tuple[str, int], ...] = (("single_hop", 250), ("bridge", 200), ("comparison", 150), ("three_hop", 150))
+    train_per_family: tuple[tuple[str, int], ...] = (
+        ("single_hop", 1200),
+        ("bridge", 800),
+        ("comparison", 600),
+        ("three_hop", 500),
+    )
+    test_per_family: tuple[tuple[str, int], ...] = (
+        ("single_hop", 250),
+        ("bridge", 200),
+        ("comparison", 150),
+        ("three_hop", 150),
+    )
 
     @property
     def key(self) -> str:
@@ -49,8 +59,14 @@ def bundled_data_dir(config: BundledConfig = DEFAULT, root: Path | None = None) 
 
 
 def _build(config: BundledConfig, out: Path, root: Path | None) -> dict:
-    world = gen.build_world(config.seed, n_people=config.n_people, n_orgs=config.n_orgs, n_works=config.n_works,
-                            n_cities=config.n_cities, n_countries=config.n_countries)
+    world = gen.build_world(
+        config.seed,
+        n_people=config.n_people,
+        n_orgs=config.n_orgs,
+        n_works=config.n_works,
+        n_cities=config.n_cities,
+        n_countries=config.n_countries,
+    )
     rows, facts = gen.render_corpus(world, config.seed)
     corpus = Corpus([r["id"] for r in rows], [r["contents"] for r in rows])
     retriever = BM25Retriever(corpus, cache_root=root)
@@ -73,7 +89,7 @@ def _build(config: BundledConfig, out: Path, root: Path | None) -> dict:
         seen_questions: set[str] = set()
         batch = 256
         for start in range(0, len(pool), batch):
-            group = [c for c in pool[start:start + batch] if c.question not in seen_questions]
+            group = [c for c in pool[start : start + batch] if c.question not in seen_questions]
             queries = [q for c in group for _, q, _ in c.path]
             hits = retriever.search(queries, VERIFY_TOPK)
             pos = 0
@@ -92,17 +108,19 @@ def _build(config: BundledConfig, out: Path, root: Path | None) -> dict:
             if len(chosen) >= n:
                 break
         for i, (c, support) in enumerate(chosen):
-            kept[split].append({
-                "id": f"{split}-{family}-{i}",
-                "question": c.question,
-                "golden_answers": list(c.answers),
-                "metadata": {
-                    "data_source": family,
-                    "gold_queries": [q for _, q, _ in c.path],
-                    "support_ids": [[s] for s in support],
-                    "entities": [e for e, _, _ in c.path],
-                },
-            })
+            kept[split].append(
+                {
+                    "id": f"{split}-{family}-{i}",
+                    "question": c.question,
+                    "golden_answers": list(c.answers),
+                    "metadata": {
+                        "data_source": family,
+                        "gold_queries": [q for _, q, _ in c.path],
+                        "support_ids": [[s] for s in support],
+                        "entities": [e for e, _, _ in c.path],
+                    },
+                }
+            )
     with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -114,7 +132,10 @@ def _build(config: BundledConfig, out: Path, root: Path | None) -> dict:
         "config": config.key,
         "passages": len(rows),
         "questions": {s: len(v) for s, v in kept.items()},
-        "per_family": {s: {f: sum(1 for x in v if x["metadata"]["data_source"] == f) for f in gen.FAMILIES} for s, v in kept.items()},
+        "per_family": {
+            s: {f: sum(1 for x in v if x["metadata"]["data_source"] == f) for f in gen.FAMILIES}
+            for s, v in kept.items()
+        },
         "rejected_unverifiable": rejected,
         "corpus_fingerprint": corpus.fingerprint,
     }

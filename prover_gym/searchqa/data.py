@@ -91,7 +91,9 @@ def _json_lines(path: Path):
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); each line must be one JSON object") from None
+                    raise DataError(
+                        f"{path}:{lineno}: not valid JSON ({exc.msg}); each line must be one JSON object"
+                    ) from None
                 if not isinstance(row, dict):
                     raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
                 yield lineno, row
@@ -108,7 +110,9 @@ def load_corpus_jsonl(path: str | Path) -> Corpus:
             if "title" in row and "text" in row:  # DPR/psgs_w100-style rows
                 row = {"id": row.get("id", len(ids)), "contents": f'"{row["title"]}"\n{row["text"]}'}
             else:
-                raise DataError(f"{path}:{lineno}: corpus rows need 'contents' (title line, newline, text); got keys {sorted(row)}")
+                raise DataError(
+                    f"{path}:{lineno}: corpus rows need 'contents' (title line, newline, text); got keys {sorted(row)}"
+                )
         ids.append(str(row.get("id", len(ids))))
         contents.append(str(row["contents"]))
     if not ids:
@@ -136,7 +140,9 @@ def _path_from_metadata(meta: dict) -> tuple[tuple[str, ...], tuple[tuple[str, .
         out = []
         for hop in decomposition:
             q = str(hop.get("question", ""))
-            q = re.sub(r"#(\d+)", lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else m.group(0), q)
+            q = re.sub(
+                r"#(\d+)", lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else m.group(0), q
+            )
             out.append(q)
             answers.append(str(hop.get("answer", "")))
         queries = tuple(out)
@@ -154,7 +160,9 @@ def load_flashrag_jsonl(path: str | Path, data_source: str | None = None) -> lis
         where = f"{path}:{lineno}"
         for key in ("question", "golden_answers"):
             if key not in row:
-                raise DataError(f"{where}: missing '{key}'; FlashRAG rows are {{id, question, golden_answers, metadata}}")
+                raise DataError(
+                    f"{where}: missing '{key}'; FlashRAG rows are {{id, question, golden_answers, metadata}}"
+                )
         meta = row.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DataError(f"{where}: 'metadata' must be an object")
@@ -204,7 +212,9 @@ def load_searchr1_parquet(path: str | Path) -> list[QAExample]:
             gt = (row.get("reward_model") or {}).get("ground_truth") or env_kwargs.get("ground_truth") or {}
             gold = gt.get("target") if isinstance(gt, dict) else gt
         if gold is None:
-            raise DataError(f"{where}: no gold answers (looked at 'golden_answers', 'reward_model.ground_truth.target')")
+            raise DataError(
+                f"{where}: no gold answers (looked at 'golden_answers', 'reward_model.ground_truth.target')"
+            )
         extra = row.get("extra_info") or {}
         source = str(row.get("data_source") or env_kwargs.get("data_source") or "unknown")
         rid = row.get("id") or f"{source}_{extra.get('split', 'split')}_{extra.get('index', i)}"

@@ -39,8 +39,9 @@ def import_faiss():
     try:
         import faiss
     except ImportError as exc:
-        raise ImportError("dense retrieval needs FAISS: pip install 'prover-gym[dense]' (faiss-cpu), "
-                          "or use retriever='bm25'") from exc
+        raise ImportError(
+            "dense retrieval needs FAISS: pip install 'prover-gym[dense]' (faiss-cpu), or use retriever='bm25'"
+        ) from exc
     return faiss
 
 
@@ -53,9 +54,11 @@ class Encoder:
 
         path = Path(path).expanduser()
         if not (path / "config.json").is_file():
-            raise DataError(f"encoder={str(path)!r}: not a Hugging Face model directory (no config.json); download "
-                            "e5-base-v2 once (e.g. `huggingface-cli download intfloat/e5-base-v2 --local-dir DIR`) and "
-                            "pass that directory")
+            raise DataError(
+                f"encoder={str(path)!r}: not a Hugging Face model directory (no config.json); download "
+                "e5-base-v2 once (e.g. `huggingface-cli download intfloat/e5-base-v2 --local-dir DIR`) and "
+                "pass that directory"
+            )
         self.path = path
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -69,20 +72,27 @@ class Encoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(texts), batch_size):
-                batch = [prefix + t for t in texts[start:start + batch_size]]
-                inputs = self.tokenizer(batch, max_length=max_length, padding=True, truncation=True,
-                                        return_tensors="pt").to(self.device)
+                batch = [prefix + t for t in texts[start : start + batch_size]]
+                inputs = self.tokenizer(
+                    batch, max_length=max_length, padding=True, truncation=True, return_tensors="pt"
+                ).to(self.device)
                 hidden = self.model(**inputs, return_dict=True).last_hidden_state
                 mask = inputs["attention_mask"]
                 pooled = hidden.masked_fill(~mask[..., None].bool(), 0.0).sum(dim=1) / mask.sum(dim=1)[..., None]
                 pooled = torch.nn.functional.normalize(pooled.float(), dim=-1)
-                out[start:start + len(batch)] = pooled.cpu().numpy()
+                out[start : start + len(batch)] = pooled.cpu().numpy()
         return out
 
 
-def build_index(corpus: Corpus, encoder: Encoder | str | Path, out: str | Path, *,
-                passage_prefix: str = PASSAGE_PREFIX, max_length: int = PASSAGE_MAX_LENGTH,
-                batch_size: int = 64) -> Path:
+def build_index(
+    corpus: Corpus,
+    encoder: Encoder | str | Path,
+    out: str | Path,
+    *,
+    passage_prefix: str = PASSAGE_PREFIX,
+    max_length: int = PASSAGE_MAX_LENGTH,
+    batch_size: int = 64,
+) -> Path:
     """Write a FAISS ``IndexFlatIP`` of ``corpus`` (row i = passage i) as Search-R1's builder does."""
     faiss = import_faiss()
     encoder = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
@@ -102,18 +112,24 @@ def load_index(path: str | Path, n_passages: int, dim: int):
     faiss = import_faiss()
     path = Path(path).expanduser()
     if not path.is_file():
-        raise DataError(f"index={str(path)!r}: no such file; Search-R1 ships it as {INDEX_NAME} next to the corpus, "
-                        "or build one with `python -m prover_gym.searchqa.dense build`")
+        raise DataError(
+            f"index={str(path)!r}: no such file; Search-R1 ships it as {INDEX_NAME} next to the corpus, "
+            "or build one with `python -m prover_gym.searchqa.dense build`"
+        )
     try:
         index = faiss.read_index(str(path))
     except RuntimeError as exc:
         raise DataError(f"index={str(path)!r}: not a FAISS index ({str(exc).splitlines()[0]})") from None
     if index.ntotal != n_passages:
-        raise DataError(f"index={str(path)!r} holds {index.ntotal} vectors but the corpus has {n_passages} passages; "
-                        "the index must be built from this very corpus (row i = line i)")
+        raise DataError(
+            f"index={str(path)!r} holds {index.ntotal} vectors but the corpus has {n_passages} passages; "
+            "the index must be built from this very corpus (row i = line i)"
+        )
     if index.d != dim:
-        raise DataError(f"index={str(path)!r} has dimension {index.d} but the encoder gives {dim}; use the encoder "
-                        "the index was built with")
+        raise DataError(
+            f"index={str(path)!r} has dimension {index.d} but the encoder gives {dim}; use the encoder "
+            "the index was built with"
+        )
     return index
 
 
@@ -121,15 +137,25 @@ class DenseRetriever:
     """Search-R1's ``DenseRetriever`` in-process: encode the queries, search the FAISS index, return
     the corpus rows. Scores are inner products of normalised embeddings."""
 
-    def __init__(self, corpus: Corpus, index: str | Path, encoder: str | Path | Encoder, *,
-                 query_prefix: str = QUERY_PREFIX, max_length: int = QUERY_MAX_LENGTH, batch_size: int = 128):
+    def __init__(
+        self,
+        corpus: Corpus,
+        index: str | Path,
+        encoder: str | Path | Encoder,
+        *,
+        query_prefix: str = QUERY_PREFIX,
+        max_length: int = QUERY_MAX_LENGTH,
+        batch_size: int = 128,
+    ):
         self.corpus = corpus
         self.encoder = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
         self.index_path = Path(index).expanduser()
         self.index = load_index(self.index_path, len(corpus), self.encoder.dim)
         self.query_prefix, self.max_length, self.batch_size = query_prefix, max_length, batch_size
-        self.identity = (f"dense:{corpus.fingerprint[:16]}:{self.encoder.path.name}:{self.index_path.name}:"
-                         f"{self.index.ntotal}:{query_prefix!r}")
+        self.identity = (
+            f"dense:{corpus.fingerprint[:16]}:{self.encoder.path.name}:{self.index_path.name}:"
+            f"{self.index.ntotal}:{query_prefix!r}"
+        )
 
     def search(self, queries: list[str], k: int):
         from prover_gym.searchqa.retrievers import Passage
@@ -138,12 +164,15 @@ class DenseRetriever:
             raise ValueError(f"k must be >= 1, got {k}")
         if not queries:
             return []
-        emb = self.encoder.encode(list(queries), prefix=self.query_prefix, max_length=self.max_length,
-                                  batch_size=self.batch_size)
+        emb = self.encoder.encode(
+            list(queries), prefix=self.query_prefix, max_length=self.max_length, batch_size=self.batch_size
+        )
         scores, idxs = self.index.search(emb, k)
         ids, contents = self.corpus.ids, self.corpus.contents
-        return [[Passage(ids[j], contents[j], float(s)) for j, s in zip(row_i, row_s) if j >= 0]
-                for row_i, row_s in zip(idxs.tolist(), scores.tolist())]
+        return [
+            [Passage(ids[j], contents[j], float(s)) for j, s in zip(row_i, row_s) if j >= 0]
+            for row_i, row_s in zip(idxs.tolist(), scores.tolist())
+        ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,8 +190,14 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus = load_corpus_jsonl(Path(args.corpus))
     out = Path(args.out) if args.out else Path(args.corpus).parent / INDEX_NAME
-    build_index(corpus, args.encoder, out, passage_prefix=args.passage_prefix, max_length=args.max_length,
-                batch_size=args.batch_size)
+    build_index(
+        corpus,
+        args.encoder,
+        out,
+        passage_prefix=args.passage_prefix,
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+    )
     print(f"wrote {out} ({len(corpus)} passages)")
     return 0
 

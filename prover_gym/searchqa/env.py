@@ -74,19 +74,51 @@ class SearchQAEnv(TextEnv):
 
     env_id = "prover/SearchQA-v0"
 
-    def __init__(self, split: str = "train", data: str | None = None, *, corpus: str | None = None,
-                 retriever: str = "bm25", search_url: str | list[str] | None = None, topk: int = 3,
-                 retriever_timeout: float = 30.0, retriever_retries: int = 3,
-                 max_turns: int = 4, max_steps: int | None = None, obs_format: str = "searchr1",
-                 max_obs_tokens: int = 500, tokenizer: str | None = None, reward: str = "em",
-                 data_sources: list[str] | None = None, index: str | None = None, encoder: str | None = None,
-                 render_mode: str | None = None):
-        make_kwargs = {k: v for k, v in dict(
-            split=split, data=data, corpus=corpus, retriever=retriever, search_url=search_url, topk=topk,
-            retriever_timeout=retriever_timeout, retriever_retries=retriever_retries,
-            max_turns=max_turns, max_steps=max_steps, obs_format=obs_format, max_obs_tokens=max_obs_tokens,
-            tokenizer=tokenizer, reward=reward, data_sources=data_sources, index=index, encoder=encoder).items()
-            if k not in ("index", "encoder") or v is not None}
+    def __init__(
+        self,
+        split: str = "train",
+        data: str | None = None,
+        *,
+        corpus: str | None = None,
+        retriever: str = "bm25",
+        search_url: str | list[str] | None = None,
+        topk: int = 3,
+        retriever_timeout: float = 30.0,
+        retriever_retries: int = 3,
+        max_turns: int = 4,
+        max_steps: int | None = None,
+        obs_format: str = "searchr1",
+        max_obs_tokens: int = 500,
+        tokenizer: str | None = None,
+        reward: str = "em",
+        data_sources: list[str] | None = None,
+        index: str | None = None,
+        encoder: str | None = None,
+        render_mode: str | None = None,
+    ):
+        make_kwargs = {
+            k: v
+            for k, v in dict(
+                split=split,
+                data=data,
+                corpus=corpus,
+                retriever=retriever,
+                search_url=search_url,
+                topk=topk,
+                retriever_timeout=retriever_timeout,
+                retriever_retries=retriever_retries,
+                max_turns=max_turns,
+                max_steps=max_steps,
+                obs_format=obs_format,
+                max_obs_tokens=max_obs_tokens,
+                tokenizer=tokenizer,
+                reward=reward,
+                data_sources=data_sources,
+                index=index,
+                encoder=encoder,
+            ).items()
+            if k not in ("index", "encoder") or v is not None
+        }
         if max_steps is None:
             max_steps = max_turns + 1
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
@@ -102,7 +134,9 @@ class SearchQAEnv(TextEnv):
         self._tokenizer = shared(("tokenizer", tokenizer), lambda: _load_tokenizer(tokenizer)) if tokenizer else None
 
         questions_path, corpus_path, data_id = self._locate(split, data, corpus)
-        self.examples: list[QAExample] = shared(("questions", str(questions_path)), lambda: load_questions(questions_path))
+        self.examples: list[QAExample] = shared(
+            ("questions", str(questions_path)), lambda: load_questions(questions_path)
+        )
         self._by_id = shared(("index", str(questions_path)), lambda: {e.id: i for i, e in enumerate(self.examples)})
         if len(self._by_id) != len(self.examples):
             raise DataError(f"{questions_path}: question ids are not unique")
@@ -110,7 +144,9 @@ class SearchQAEnv(TextEnv):
             raise ValueError(f"index= and encoder= are for retriever='dense' (got retriever={retriever!r})")
         if retriever in ("bm25", "dense"):
             if corpus_path is None:
-                raise DataError(f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url")
+                raise DataError(
+                    f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url"
+                )
             self.corpus: Corpus | None = shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
         if retriever == "bm25":
             self.retriever = shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
@@ -118,31 +154,53 @@ class SearchQAEnv(TextEnv):
             from prover_gym.searchqa.dense import INDEX_NAME, DenseRetriever
 
             if encoder is None:
-                raise ValueError("retriever='dense' needs encoder= a local encoder directory (Search-R1 uses e5-base-v2)")
+                raise ValueError(
+                    "retriever='dense' needs encoder= a local encoder directory (Search-R1 uses e5-base-v2)"
+                )
             index_path = Path(index).expanduser() if index else corpus_path.parent / INDEX_NAME
-            self.retriever = shared(("dense", str(corpus_path), str(index_path), str(encoder)),
-                                    lambda: DenseRetriever(self.corpus, index_path, encoder))
+            self.retriever = shared(
+                ("dense", str(corpus_path), str(index_path), str(encoder)),
+                lambda: DenseRetriever(self.corpus, index_path, encoder),
+            )
         elif retriever == "http":
             if not search_url:
-                raise ValueError("retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)")
+                raise ValueError(
+                    "retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)"
+                )
             self.corpus = None
             urls = tuple([search_url] if isinstance(search_url, str) else search_url)
             if not retriever_timeout > 0 or not isinstance(retriever_retries, int) or retriever_retries < 1:
-                raise ValueError(f"retriever_timeout={retriever_timeout!r} must be > 0 and retriever_retries="
-                                 f"{retriever_retries!r} an int >= 1")
-            self.retriever = shared(("http", urls, retriever_timeout, retriever_retries),
-                                    lambda: HTTPRetriever(list(urls), timeout=retriever_timeout,
-                                                          retries=retriever_retries))
+                raise ValueError(
+                    f"retriever_timeout={retriever_timeout!r} must be > 0 and retriever_retries="
+                    f"{retriever_retries!r} an int >= 1"
+                )
+            self.retriever = shared(
+                ("http", urls, retriever_timeout, retriever_retries),
+                lambda: HTTPRetriever(list(urls), timeout=retriever_timeout, retries=retriever_retries),
+            )
         else:
             raise ValueError(f"retriever={retriever!r}; use 'bm25', 'dense' or 'http'")
-        settings = [self.env_id, data_id, self.retriever.identity, split, topk, max_steps, obs_format, max_obs_tokens, tokenizer, reward]
+        settings = [
+            self.env_id,
+            data_id,
+            self.retriever.identity,
+            split,
+            topk,
+            max_steps,
+            obs_format,
+            max_obs_tokens,
+            tokenizer,
+            reward,
+        ]
         if data_sources is not None:
             settings.append(sorted(data_sources))
         self._fingerprint = hashlib.sha256(json.dumps(settings, default=str).encode()).hexdigest()
         self._ids = [e.id for e in self.examples if data_sources is None or e.data_source in data_sources]
         if data_sources is not None and not self._ids:
             known = sorted({e.data_source for e in self.examples})
-            raise ValueError(f"data_sources={data_sources!r} selects no question of split {split!r}; sources there: {known}")
+            raise ValueError(
+                f"data_sources={data_sources!r} selects no question of split {split!r}; sources there: {known}"
+            )
         self._example: QAExample | None = None
         self._n_searches = 0
         self._retrieved: tuple[tuple[str, ...], ...] = ()
@@ -199,9 +257,13 @@ class SearchQAEnv(TextEnv):
         if not arg:
             return self._invalid(action, "empty search query; write search[your query]")
         if len(arg) > MAX_QUERY_CHARS:
-            return self._invalid(action, f"search query of {len(arg)} characters is over the limit of {MAX_QUERY_CHARS}")
+            return self._invalid(
+                action, f"search query of {len(arg)} characters is over the limit of {MAX_QUERY_CHARS}"
+            )
         if self._step > self.max_turns:
-            return Outcome(observation="", info={"error": "no searches left in the final round; answer[...] is the only action"})
+            return Outcome(
+                observation="", info={"error": "no searches left in the final round; answer[...] is the only action"}
+            )
         passages = self.retriever.search([arg], self.topk)[0]
         self._n_searches += 1
         self._retrieved = self._retrieved + (tuple(p.id for p in passages),)
@@ -210,10 +272,15 @@ class SearchQAEnv(TextEnv):
     def _score(self, answer: str) -> Outcome:
         gold = self._example.golden_answers
         self._answer = answer
-        scores = {"em": exact_match(answer, gold), "f1": f1_score(answer, gold), "subem": cover_exact_match(answer, gold)}
+        scores = {
+            "em": exact_match(answer, gold),
+            "f1": f1_score(answer, gold),
+            "subem": cover_exact_match(answer, gold),
+        }
         won = scores["em"] == 1.0
-        return Outcome(observation="", reward=scores[self.reward_name], terminated=True, won=won,
-                       info={"answer": answer, **scores})
+        return Outcome(
+            observation="", reward=scores[self.reward_name], terminated=True, won=won, info={"answer": answer, **scores}
+        )
 
     def _render(self, passages: list[Passage]) -> str:
         docs = format_passages(passages)

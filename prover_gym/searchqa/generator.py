@@ -35,7 +35,30 @@ FAMILY_ANALOGUES = {
     "three_hop": "MuSiQue",
 }
 
-_ONSETS = ["b", "br", "c", "d", "dr", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "st", "t", "th", "v", "z", "j", "w"]
+_ONSETS = [
+    "b",
+    "br",
+    "c",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "h",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "st",
+    "t",
+    "th",
+    "v",
+    "z",
+    "j",
+    "w",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ae", "ei", "ou", "ia", "y"]
 _CODAS = ["", "n", "r", "l", "s", "th", "m", "rd", "nd", "x", "k", "v"]
 _COUNTRY_SUFFIX = ["ia", "land", "mark", "stan", "ora", "avia", "esh", "ania"]
@@ -61,11 +84,54 @@ _OCCUPATIONS = {
     "philosopher": ("treatise", "wrote", "written", "published"),
     "engineer": ("invention", "invented", "invented", "patented"),
 }
-_ADJ = ["Silent", "Crimson", "Hollow", "Golden", "Distant", "Broken", "Winter", "Silver", "Hidden", "Last",
-        "Northern", "Patient", "Burning", "Quiet", "Iron", "Pale", "Wandering", "Seventh", "Bitter", "Velvet"]
-_NOUN = ["Harbour", "Orchard", "Lantern", "Meridian", "Cathedral", "Tide", "Archive", "Garden", "Compass",
-         "Mirror", "Engine", "Bridge", "Sparrow", "Vineyard", "Anthem", "Labyrinth", "Monsoon", "Atlas",
-         "Citadel", "Requiem", "Glacier", "Carnival", "Oracle", "Threshold"]
+_ADJ = [
+    "Silent",
+    "Crimson",
+    "Hollow",
+    "Golden",
+    "Distant",
+    "Broken",
+    "Winter",
+    "Silver",
+    "Hidden",
+    "Last",
+    "Northern",
+    "Patient",
+    "Burning",
+    "Quiet",
+    "Iron",
+    "Pale",
+    "Wandering",
+    "Seventh",
+    "Bitter",
+    "Velvet",
+]
+_NOUN = [
+    "Harbour",
+    "Orchard",
+    "Lantern",
+    "Meridian",
+    "Cathedral",
+    "Tide",
+    "Archive",
+    "Garden",
+    "Compass",
+    "Mirror",
+    "Engine",
+    "Bridge",
+    "Sparrow",
+    "Vineyard",
+    "Anthem",
+    "Labyrinth",
+    "Monsoon",
+    "Atlas",
+    "Citadel",
+    "Requiem",
+    "Glacier",
+    "Carnival",
+    "Oracle",
+    "Threshold",
+]
 
 
 @dataclass
@@ -96,47 +162,70 @@ class _Names:
         raise RuntimeError("name space exhausted; lower the entity counts")
 
 
-def build_world(seed: int = 0, *, n_people: int = 5000, n_orgs: int = 1200, n_works: int = 4500,
-                n_cities: int = 500, n_countries: int = 40) -> World:
+def build_world(
+    seed: int = 0,
+    *,
+    n_people: int = 5000,
+    n_orgs: int = 1200,
+    n_works: int = 4500,
+    n_cities: int = 500,
+    n_countries: int = 40,
+) -> World:
     """Sample the entities and relations. Deterministic in ``seed`` and the counts."""
     rng = random.Random(seed)
     names = _Names(rng)
     w = World()
     for i in range(n_countries):
-        w.countries.append({"id": f"country{i}", "name": names.unique(lambda: names.word(2).rstrip("aeiouy") + rng.choice(_COUNTRY_SUFFIX))})
+        w.countries.append(
+            {
+                "id": f"country{i}",
+                "name": names.unique(lambda: names.word(2).rstrip("aeiouy") + rng.choice(_COUNTRY_SUFFIX)),
+            }
+        )
     for i in range(n_cities):
-        w.cities.append({
-            "id": f"city{i}",
-            "name": names.unique(lambda: names.word(rng.choice([1, 2])) + rng.choice(_CITY_SUFFIX)),
-            "country": rng.randrange(n_countries),
-            "founded": rng.randrange(800, 1750),
-            "river": names.word(2),
-        })
+        w.cities.append(
+            {
+                "id": f"city{i}",
+                "name": names.unique(lambda: names.word(rng.choice([1, 2])) + rng.choice(_CITY_SUFFIX)),
+                "country": rng.randrange(n_countries),
+                "founded": rng.randrange(800, 1750),
+                "river": names.word(2),
+            }
+        )
     first_names = [names.word(rng.choice([1, 2])) for _ in range(700)]
     surnames = [names.word(rng.choice([2, 3])) for _ in range(1400)]
     for i in range(n_people):
         occupation = rng.choice(list(_OCCUPATIONS))
-        w.people.append({
-            "id": f"person{i}",
-            "name": names.unique(lambda: f"{rng.choice(first_names)} {rng.choice(surnames)}"),
-            "born": rng.randrange(1700, 1990),
-            "birthplace": rng.randrange(n_cities),
-            "occupation": occupation,
-            "employer": None,
-            "works": [],
-        })
+        w.people.append(
+            {
+                "id": f"person{i}",
+                "name": names.unique(lambda: f"{rng.choice(first_names)} {rng.choice(surnames)}"),
+                "born": rng.randrange(1700, 1990),
+                "birthplace": rng.randrange(n_cities),
+                "occupation": occupation,
+                "employer": None,
+                "works": [],
+            }
+        )
     for i in range(n_orgs):
         template, kind = rng.choice(_ORG_KINDS)
         founder = rng.randrange(n_people)
         city = rng.randrange(n_cities)
-        w.orgs.append({
-            "id": f"org{i}",
-            "name": names.unique(lambda: template.format(c=w.cities[rng.randrange(n_cities)]["name"], n=rng.choice(surnames) if rng.random() < 0.6 else names.word(2))),
-            "kind": kind,
-            "founder": founder,
-            "hq": city,
-            "founded": max(w.people[founder]["born"] + rng.randrange(22, 60), 1720),
-        })
+        w.orgs.append(
+            {
+                "id": f"org{i}",
+                "name": names.unique(
+                    lambda: template.format(
+                        c=w.cities[rng.randrange(n_cities)]["name"],
+                        n=rng.choice(surnames) if rng.random() < 0.6 else names.word(2),
+                    )
+                ),
+                "kind": kind,
+                "founder": founder,
+                "hq": city,
+                "founded": max(w.people[founder]["born"] + rng.randrange(22, 60), 1720),
+            }
+        )
     for p in w.people:
         if rng.random() < 0.7:
             p["employer"] = rng.randrange(n_orgs)
@@ -144,15 +233,23 @@ def build_world(seed: int = 0, *, n_people: int = 5000, n_orgs: int = 1200, n_wo
         creator = rng.randrange(n_people)
         person = w.people[creator]
         kind = _OCCUPATIONS[person["occupation"]][0]
-        w.works.append({
-            "id": f"work{i}",
-            "name": names.unique(lambda: rng.choice([f"The {rng.choice(_ADJ)} {rng.choice(_NOUN)}",
-                                                     f"{rng.choice(_NOUN)} of {names.word(2)}",
-                                                     f"{rng.choice(_ADJ)} {rng.choice(_NOUN)}s"])),
-            "kind": kind,
-            "creator": creator,
-            "year": person["born"] + rng.randrange(20, 70),
-        })
+        w.works.append(
+            {
+                "id": f"work{i}",
+                "name": names.unique(
+                    lambda: rng.choice(
+                        [
+                            f"The {rng.choice(_ADJ)} {rng.choice(_NOUN)}",
+                            f"{rng.choice(_NOUN)} of {names.word(2)}",
+                            f"{rng.choice(_ADJ)} {rng.choice(_NOUN)}s",
+                        ]
+                    )
+                ),
+                "kind": kind,
+                "creator": creator,
+                "year": person["born"] + rng.randrange(20, 70),
+            }
+        )
         person["works"].append(i)
     return w
 
@@ -183,18 +280,33 @@ def render_corpus(w: World, seed: int = 0) -> tuple[list[dict], dict[str, dict[s
     city_name = [c["name"] for c in w.cities]
     for c in w.countries:
         capital = rng.choice([x for x in w.cities if w.countries[x["country"]] is c] or w.cities)
-        add(c["name"], f"{c['name']} {c['name']} is a sovereign state whose largest city is {capital['name']}. "
-            f"Its parliament meets in {capital['name']}, and its coast faces the {rng.choice(_ADJ)} Sea.", c["id"])
+        add(
+            c["name"],
+            f"{c['name']} {c['name']} is a sovereign state whose largest city is {capital['name']}. "
+            f"Its parliament meets in {capital['name']}, and its coast faces the {rng.choice(_ADJ)} Sea.",
+            c["id"],
+        )
     for c in w.cities:
-        add(c["name"], f"{c['name']} {c['name']} is a city in {country_name[c['country']]}, on the banks of the river "
-            f"{c['river']}. It was founded in {c['founded']} and is the seat of its province.", c["id"], "country", "founded")
+        add(
+            c["name"],
+            f"{c['name']} {c['name']} is a city in {country_name[c['country']]}, on the banks of the river "
+            f"{c['river']}. It was founded in {c['founded']} and is the seat of its province.",
+            c["id"],
+            "country",
+            "founded",
+        )
     for p in w.people:
         occupation = p["occupation"]
         kind, _, participle, _ = _OCCUPATIONS[occupation]
-        add(p["name"], f"{p['name']} {p['name']} (born {p['born']} in {city_name[p['birthplace']]}) is {_a(occupation)} "
+        add(
+            p["name"],
+            f"{p['name']} {p['name']} (born {p['born']} in {city_name[p['birthplace']]}) is {_a(occupation)} "
             f"{occupation}. {p['name'].split()[0]} grew up in "
             f"{city_name[p['birthplace']]} and trained as a {occupation} from an early age.",
-            p["id"], "born", "birthplace")
+            p["id"],
+            "born",
+            "birthplace",
+        )
         career = []
         if p["employer"] is not None:
             career.append(f"{p['name']} worked for the {w.orgs[p['employer']]['name']} for most of their career.")
@@ -207,22 +319,36 @@ def render_corpus(w: World, seed: int = 0) -> tuple[list[dict], dict[str, dict[s
         add(p["name"], " ".join(career), p["id"], "employer")
     for o in w.orgs:
         founder = w.people[o["founder"]]
-        add(o["name"], f"{o['name']} The {o['name']} is {_a(o['kind'])} {o['kind']} founded in {o['founded']} by {founder['name']}. "
+        add(
+            o["name"],
+            f"{o['name']} The {o['name']} is {_a(o['kind'])} {o['kind']} founded in {o['founded']} by {founder['name']}. "
             f"Its headquarters are in {city_name[o['hq']]}, {country_name[w.cities[o['hq']]['country']]}.",
-            o["id"], "founder", "founded", "hq")
+            o["id"],
+            "founder",
+            "founded",
+            "hq",
+        )
     for wk in w.works:
         creator = w.people[wk["creator"]]
         _, _, participle, event = _OCCUPATIONS[creator["occupation"]]
-        add(wk["name"], f"{wk['name']} {wk['name']} is {_a(wk['kind'])} {wk['kind']} {participle} by {creator['name']}. It was {event} in "
-            f"{wk['year']} and is considered one of the notable {wk['kind']}s of its decade.", wk["id"], "creator", "year")
+        add(
+            wk["name"],
+            f"{wk['name']} {wk['name']} is {_a(wk['kind'])} {wk['kind']} {participle} by {creator['name']}. It was {event} in "
+            f"{wk['year']} and is considered one of the notable {wk['kind']}s of its decade.",
+            wk["id"],
+            "creator",
+            "year",
+        )
     # distractors: events mentioning several entities without the facts asked about
     for i in range(len(w.people) // 3):
         a, b = rng.sample(w.people, 2)
         o = rng.choice(w.orgs)
         year = rng.randrange(1750, 2000)
-        add(f"{year} {city_name[o['hq']]} Congress",
+        add(
+            f"{year} {city_name[o['hq']]} Congress",
             f"The {year} {city_name[o['hq']]} Congress was a gathering hosted by the {o['name']}. Speakers included "
-            f"{a['name']} and {b['name']}, whose exchange about {rng.choice(_NOUN).lower()}s was widely reported.")
+            f"{a['name']} and {b['name']}, whose exchange about {rng.choice(_NOUN).lower()}s was widely reported.",
+        )
     surname_groups: dict[str, list[dict]] = {}
     for p in w.people:
         surname_groups.setdefault(p["name"].split()[-1], []).append(p)
@@ -262,69 +388,172 @@ def candidate_questions(w: World, seed: int = 0) -> list[Candidate]:
         return (p["id"], p["name"], "")
 
     for p in P:
-        out.append(Candidate("single_hop", f"In which city was {p['name']} born?", (C[p["birthplace"]]["name"],),
-                             ((p["id"], p["name"], "birthplace"),), C[p["birthplace"]]["id"]))
-        out.append(Candidate("single_hop", f"In what year was {p['name']} born?", (str(p["born"]),),
-                             ((p["id"], p["name"], "born"),)))
+        out.append(
+            Candidate(
+                "single_hop",
+                f"In which city was {p['name']} born?",
+                (C[p["birthplace"]]["name"],),
+                ((p["id"], p["name"], "birthplace"),),
+                C[p["birthplace"]]["id"],
+            )
+        )
+        out.append(
+            Candidate(
+                "single_hop", f"In what year was {p['name']} born?", (str(p["born"]),), ((p["id"], p["name"], "born"),)
+            )
+        )
         city = C[p["birthplace"]]
-        out.append(Candidate("bridge", f"In which country is the birthplace of {p['name']}?", (country[city["country"]],),
-                             ((p["id"], p["name"], "birthplace"), (city["id"], city["name"], "country"))))
+        out.append(
+            Candidate(
+                "bridge",
+                f"In which country is the birthplace of {p['name']}?",
+                (country[city["country"]],),
+                ((p["id"], p["name"], "birthplace"), (city["id"], city["name"], "country")),
+            )
+        )
         if p["employer"] is not None:
             org = O[p["employer"]]
-            out.append(Candidate("bridge", f"In which city is the headquarters of the organisation {p['name']} worked for?",
-                                 (C[org["hq"]]["name"],), ((p["id"], p["name"], "employer"), (org["id"], org["name"], "hq")),
-                                 C[org["hq"]]["id"]))
+            out.append(
+                Candidate(
+                    "bridge",
+                    f"In which city is the headquarters of the organisation {p['name']} worked for?",
+                    (C[org["hq"]]["name"],),
+                    ((p["id"], p["name"], "employer"), (org["id"], org["name"], "hq")),
+                    C[org["hq"]]["id"],
+                )
+            )
             founder = P[org["founder"]]
             if founder is not p:
-                out.append(Candidate("three_hop", f"In which city was the founder of the organisation {p['name']} worked for born?",
-                                     (C[founder["birthplace"]]["name"],),
-                                     ((p["id"], p["name"], "employer"), (org["id"], org["name"], "founder"),
-                                      (founder["id"], founder["name"], "birthplace")), C[founder["birthplace"]]["id"]))
+                out.append(
+                    Candidate(
+                        "three_hop",
+                        f"In which city was the founder of the organisation {p['name']} worked for born?",
+                        (C[founder["birthplace"]]["name"],),
+                        (
+                            (p["id"], p["name"], "employer"),
+                            (org["id"], org["name"], "founder"),
+                            (founder["id"], founder["name"], "birthplace"),
+                        ),
+                        C[founder["birthplace"]]["id"],
+                    )
+                )
     for o in O:
         founder = P[o["founder"]]
-        out.append(Candidate("single_hop", f"Who founded the {o['name']}?", (founder["name"],),
-                             ((o["id"], o["name"], "founder"),), founder["id"]))
-        out.append(Candidate("single_hop", f"In what year was the {o['name']} founded?", (str(o["founded"]),),
-                             ((o["id"], o["name"], "founded"),)))
-        out.append(Candidate("bridge", f"In what year was the founder of the {o['name']} born?", (str(founder["born"]),),
-                             ((o["id"], o["name"], "founder"), (founder["id"], founder["name"], "born"))))
+        out.append(
+            Candidate(
+                "single_hop",
+                f"Who founded the {o['name']}?",
+                (founder["name"],),
+                ((o["id"], o["name"], "founder"),),
+                founder["id"],
+            )
+        )
+        out.append(
+            Candidate(
+                "single_hop",
+                f"In what year was the {o['name']} founded?",
+                (str(o["founded"]),),
+                ((o["id"], o["name"], "founded"),),
+            )
+        )
+        out.append(
+            Candidate(
+                "bridge",
+                f"In what year was the founder of the {o['name']} born?",
+                (str(founder["born"]),),
+                ((o["id"], o["name"], "founder"), (founder["id"], founder["name"], "born")),
+            )
+        )
     for wk in W:
         creator = P[wk["creator"]]
         _, verb, _, event = _OCCUPATIONS[creator["occupation"]]
-        out.append(Candidate("single_hop", f"Who {verb} the {wk['kind']} {wk['name']}?", (creator["name"],),
-                             ((wk["id"], wk["name"], "creator"),), creator["id"]))
-        out.append(Candidate("single_hop", f"In what year was the {wk['kind']} {wk['name']} {event}?", (str(wk["year"]),),
-                             ((wk["id"], wk["name"], "year"),)))
-        out.append(Candidate("bridge", f"In what year was the creator of the {wk['kind']} {wk['name']} born?", (str(creator["born"]),),
-                             ((wk["id"], wk["name"], "creator"), (creator["id"], creator["name"], "born"))))
+        out.append(
+            Candidate(
+                "single_hop",
+                f"Who {verb} the {wk['kind']} {wk['name']}?",
+                (creator["name"],),
+                ((wk["id"], wk["name"], "creator"),),
+                creator["id"],
+            )
+        )
+        out.append(
+            Candidate(
+                "single_hop",
+                f"In what year was the {wk['kind']} {wk['name']} {event}?",
+                (str(wk["year"]),),
+                ((wk["id"], wk["name"], "year"),),
+            )
+        )
+        out.append(
+            Candidate(
+                "bridge",
+                f"In what year was the creator of the {wk['kind']} {wk['name']} born?",
+                (str(creator["born"]),),
+                ((wk["id"], wk["name"], "creator"), (creator["id"], creator["name"], "born")),
+            )
+        )
         city = C[creator["birthplace"]]
-        out.append(Candidate("three_hop", f"In which country was the creator of the {wk['kind']} {wk['name']} born?",
-                             (country[city["country"]],),
-                             ((wk["id"], wk["name"], "creator"), (creator["id"], creator["name"], "birthplace"),
-                              (city["id"], city["name"], "country"))))
+        out.append(
+            Candidate(
+                "three_hop",
+                f"In which country was the creator of the {wk['kind']} {wk['name']} born?",
+                (country[city["country"]],),
+                (
+                    (wk["id"], wk["name"], "creator"),
+                    (creator["id"], creator["name"], "birthplace"),
+                    (city["id"], city["name"], "country"),
+                ),
+            )
+        )
         if creator["employer"] is not None:
             org = O[creator["employer"]]
-            out.append(Candidate("three_hop", f"In what year was the employer of the creator of the {wk['kind']} {wk['name']} founded?",
-                                 (str(org["founded"]),),
-                                 ((wk["id"], wk["name"], "creator"), (creator["id"], creator["name"], "employer"),
-                                  (org["id"], org["name"], "founded"))))
+            out.append(
+                Candidate(
+                    "three_hop",
+                    f"In what year was the employer of the creator of the {wk['kind']} {wk['name']} founded?",
+                    (str(org["founded"]),),
+                    (
+                        (wk["id"], wk["name"], "creator"),
+                        (creator["id"], creator["name"], "employer"),
+                        (org["id"], org["name"], "founded"),
+                    ),
+                )
+            )
     # comparisons between random pairs
     for _ in range(len(P)):
         a, b = rng.sample(P, 2)
         if a["born"] != b["born"]:
             first = a if a["born"] < b["born"] else b
-            out.append(Candidate("comparison", f"Who was born first, {a['name']} or {b['name']}?", (first["name"],),
-                                 ((a["id"], a["name"], "born"), (b["id"], b["name"], "born"))))
+            out.append(
+                Candidate(
+                    "comparison",
+                    f"Who was born first, {a['name']} or {b['name']}?",
+                    (first["name"],),
+                    ((a["id"], a["name"], "born"), (b["id"], b["name"], "born")),
+                )
+            )
         same = a["birthplace"] == b["birthplace"]
         if same or rng.random() < 0.5:
-            out.append(Candidate("comparison", f"Were {a['name']} and {b['name']} born in the same city?", ("yes" if same else "no",),
-                                 ((a["id"], a["name"], "birthplace"), (b["id"], b["name"], "birthplace"))))
+            out.append(
+                Candidate(
+                    "comparison",
+                    f"Were {a['name']} and {b['name']} born in the same city?",
+                    ("yes" if same else "no",),
+                    ((a["id"], a["name"], "birthplace"), (b["id"], b["name"], "birthplace")),
+                )
+            )
     for _ in range(len(O)):
         a, b = rng.sample(O, 2)
         if a["founded"] != b["founded"]:
             first = a if a["founded"] < b["founded"] else b
-            out.append(Candidate("comparison", f"Which was founded earlier, the {a['name']} or the {b['name']}?", (first["name"],),
-                                 ((a["id"], a["name"], "founded"), (b["id"], b["name"], "founded"))))
+            out.append(
+                Candidate(
+                    "comparison",
+                    f"Which was founded earlier, the {a['name']} or the {b['name']}?",
+                    (first["name"],),
+                    ((a["id"], a["name"], "founded"), (b["id"], b["name"], "founded")),
+                )
+            )
     return out
 
 

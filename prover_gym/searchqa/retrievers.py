@@ -75,11 +75,28 @@ class RetrieverUnavailable(RetrieverError):
 class BM25Retriever:
     """Embedded BM25 (bm25s, Lucene scoring, k1=0.9, b=0.4 as Pyserini's defaults) over a Corpus."""
 
-    def __init__(self, corpus: Corpus, *, k1: float = 0.9, b: float = 0.4, cache: bool = True,
-                 cache_root: Path | None = None, show_progress: bool = False):
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        k1: float = 0.9,
+        b: float = 0.4,
+        cache: bool = True,
+        cache_root: Path | None = None,
+        show_progress: bool = False,
+    ):
         self.corpus = corpus
-        self._index = BM25Index(corpus.contents, fingerprint=corpus.fingerprint, stopwords="en", stemmer="english",
-                                k1=k1, b=b, cache=cache, cache_root=cache_root, show_progress=show_progress)
+        self._index = BM25Index(
+            corpus.contents,
+            fingerprint=corpus.fingerprint,
+            stopwords="en",
+            stemmer="english",
+            k1=k1,
+            b=b,
+            cache=cache,
+            cache_root=cache_root,
+            show_progress=show_progress,
+        )
         self.index_dir = self._index.index_dir
         self.identity = f"bm25:{corpus.fingerprint[:16]}:k1={k1}:b={b}"
 
@@ -100,8 +117,16 @@ class HTTPRetriever:
     back-off; after ``retries`` attempts a ``RetrieverUnavailable`` names the URLs and the fix.
     """
 
-    def __init__(self, urls: str | list[str], *, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
-                 cache_size: int = 100_000, batch_size: int = 512):
+    def __init__(
+        self,
+        urls: str | list[str],
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        cache_size: int = 100_000,
+        batch_size: int = 512,
+    ):
         import requests
 
         urls = [urls] if isinstance(urls, str) else list(urls)
@@ -133,7 +158,7 @@ class HTTPRetriever:
                 else:
                     missing.append(i)
         for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start:start + self.batch_size]
+            chunk = missing[start : start + self.batch_size]
             answered = self._post([queries[i] for i in chunk], k)
             with self._lock:
                 for i, passages in zip(chunk, answered):
@@ -179,18 +204,22 @@ class HTTPRetriever:
         except (ValueError, KeyError, TypeError):
             raise RetrieverError(f"{url}: answer is not Search-R1 JSON ({resp.text[:200]!r})") from None
         if not isinstance(result, list) or len(result) != n:
-            raise RetrieverError(f"{url}: expected {n} result lists, got {type(result).__name__} of length {len(result) if isinstance(result, list) else '?'}")
+            raise RetrieverError(
+                f"{url}: expected {n} result lists, got {type(result).__name__} of length {len(result) if isinstance(result, list) else '?'}"
+            )
         out = []
         for hits in result:
             if hits is not None and not isinstance(hits, list):
-                raise RetrieverError(f"{url}: a result is {type(hits).__name__}, expected a list of hits "
-                                     f"({str(hits)[:200]!r})")
+                raise RetrieverError(
+                    f"{url}: a result is {type(hits).__name__}, expected a list of hits ({str(hits)[:200]!r})"
+                )
             passages = []
             for hit in (hits or [])[:k]:
                 doc = hit.get("document", hit) if isinstance(hit, dict) else {}
                 if not isinstance(doc, dict):
-                    raise RetrieverError(f"{url}: a hit's 'document' is {type(doc).__name__}, expected an object "
-                                         f"({str(hit)[:200]!r})")
+                    raise RetrieverError(
+                        f"{url}: a hit's 'document' is {type(doc).__name__}, expected an object ({str(hit)[:200]!r})"
+                    )
                 contents = doc.get("contents")
                 if contents is None and "title" in doc:
                     contents = f'"{doc["title"]}"\n{doc.get("text", "")}'

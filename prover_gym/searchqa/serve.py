@@ -55,7 +55,11 @@ def create_app(retriever: Retriever, *, default_topk: int = 3, n_docs: int | Non
             raise HTTPException(422, f"topk must be in 1..{MAX_TOPK}")
         results = retriever.search(queries, k)
         if req.return_scores:
-            return {"result": [[{"document": {"id": p.id, "contents": p.contents}, "score": p.score} for p in ps] for ps in results]}
+            return {
+                "result": [
+                    [{"document": {"id": p.id, "contents": p.contents}, "score": p.score} for p in ps] for ps in results
+                ]
+            }
         return {"result": [[{"id": p.id, "contents": p.contents} for p in ps] for ps in results]}
 
     return app
@@ -76,16 +80,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--corpus", help="wiki-18-style jsonl(.gz); default: the bundled generated corpus")
     parser.add_argument("--topk", type=int, default=3, help="k when a request sends none")
-    parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25",
-                        help="bm25 (embedded) or dense (E5 + FAISS flat index, as Search-R1's server)")
+    parser.add_argument(
+        "--retriever",
+        choices=("bm25", "dense"),
+        default="bm25",
+        help="bm25 (embedded) or dense (E5 + FAISS flat index, as Search-R1's server)",
+    )
     parser.add_argument("--index", help="FAISS index for --retriever dense (default: e5_Flat.index next to the corpus)")
     parser.add_argument("--encoder", help="local encoder directory for --retriever dense (e.g. e5-base-v2)")
     parser.add_argument("--allow-remote", action="store_true", help="permit binding a non-loopback address")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     if not _is_loopback(args.host) and not args.allow_remote:
-        print(f"refusing to bind {args.host}: not a loopback address; pass --allow-remote to serve other machines",
-              file=sys.stderr)
+        print(
+            f"refusing to bind {args.host}: not a loopback address; pass --allow-remote to serve other machines",
+            file=sys.stderr,
+        )
         return 2
     from prover_gym.searchqa.data import load_corpus_jsonl
 
@@ -102,16 +112,22 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.encoder:
             parser.error("--retriever dense needs --encoder DIR (a local encoder, e.g. e5-base-v2)")
-        retriever = DenseRetriever(corpus, Path(args.index) if args.index else corpus_path.parent / INDEX_NAME,
-                                   args.encoder)
+        retriever = DenseRetriever(
+            corpus, Path(args.index) if args.index else corpus_path.parent / INDEX_NAME, args.encoder
+        )
     else:
         retriever = BM25Retriever(corpus)
     import uvicorn
 
     logging.basicConfig(level=args.log_level.upper())
     print(f"serving {len(corpus)} passages on http://{args.host}:{args.port}/retrieve", flush=True)
-    uvicorn.run(create_app(retriever, default_topk=args.topk, n_docs=len(corpus)), host=args.host, port=args.port,
-                log_level=args.log_level, access_log=False)
+    uvicorn.run(
+        create_app(retriever, default_topk=args.topk, n_docs=len(corpus)),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+    )
     return 0
 
 

@@ -66,8 +66,10 @@ def parse_pricing(pricing, where: str = "pricing") -> list[float]:
         try:
             values.append(float(Decimal(digits)))
         except (InvalidOperation, ValueError):
-            raise DataError(f"{where}: pricing {pricing!r} has a price with no number ({piece!r}); the original's "
-                            "loader raises on it too: fix the record (e.g. '$19.99' or '$19.99$27.99')") from None
+            raise DataError(
+                f"{where}: pricing {pricing!r} has a price with no number ({piece!r}); the original's "
+                "loader raises on it too: fix the record (e.g. '$19.99' or '$19.99$27.99')"
+            ) from None
     return values[:2] if values else [100.0]
 
 
@@ -76,8 +78,15 @@ def price_tag(prices: list[float]) -> str:
     return f"${prices[0]}" if len(prices) == 1 else f"${prices[0]} to ${prices[1]}"
 
 
-def load_products(items_path: Path, attrs_path: Path | None, human_path: Path | None, *, goal_source: str,
-                  num_products: int | None = None, seed: int = 0) -> Catalog:
+def load_products(
+    items_path: Path,
+    attrs_path: Path | None,
+    human_path: Path | None,
+    *,
+    goal_source: str,
+    num_products: int | None = None,
+    seed: int = 0,
+) -> Catalog:
     """Read the official files and build the catalogue (see ``make_catalog``)."""
     raw = _read_json(items_path, "product file (items_shuffle*.json)")
     if not isinstance(raw, list):
@@ -86,22 +95,48 @@ def load_products(items_path: Path, attrs_path: Path | None, human_path: Path | 
     human = _read_json(human_path, "human instruction file (items_human_ins.json)") if human_path else {}
     for what, doc, path in (("attribute", attrs, attrs_path), ("human instruction", human, human_path)):
         if not isinstance(doc, dict):
-            raise DataError(f"{path}: expected a JSON object keyed by ASIN (the WebShop {what} file), "
-                            f"got {type(doc).__name__}")
-    return make_catalog(raw, attrs, human, goal_source=goal_source, num_products=num_products, seed=seed,
-                        source=str(items_path), attrs_source=str(attrs_path or "the attribute file"),
-                        human_source=str(human_path or "the human instruction file"))
+            raise DataError(
+                f"{path}: expected a JSON object keyed by ASIN (the WebShop {what} file), got {type(doc).__name__}"
+            )
+    return make_catalog(
+        raw,
+        attrs,
+        human,
+        goal_source=goal_source,
+        num_products=num_products,
+        seed=seed,
+        source=str(items_path),
+        attrs_source=str(attrs_path or "the attribute file"),
+        human_source=str(human_path or "the human instruction file"),
+    )
 
 
 # what ``engine.load_products`` reads with ``p[key]`` (a KeyError there); ``images`` is not rendered
 # in text mode, so it is not required here
-REQUIRED_PRODUCT_KEYS = ("asin", "name", "category", "query", "product_category", "full_description",
-                         "small_description", "customization_options")
+REQUIRED_PRODUCT_KEYS = (
+    "asin",
+    "name",
+    "category",
+    "query",
+    "product_category",
+    "full_description",
+    "small_description",
+    "customization_options",
+)
 
 
-def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str, num_products: int | None = None,
-                 seed: int = 0, source: str = "products", attrs_source: str = "the attribute file",
-                 human_source: str = "the human instruction file") -> Catalog:
+def make_catalog(
+    raw: list[dict],
+    attrs: dict,
+    human: dict,
+    *,
+    goal_source: str,
+    num_products: int | None = None,
+    seed: int = 0,
+    source: str = "products",
+    attrs_source: str = "the attribute file",
+    human_source: str = "the human instruction file",
+) -> Catalog:
     """``engine.load_products`` on parsed data: skip bad and duplicate ASINs, parse prices,
     lower-case options (``'/'`` -> ``' | '``), attach attributes and instructions, draw hidden prices.
     Raises ``DataError`` (naming the file, the record and the fix) where the original raises."""
@@ -115,8 +150,10 @@ def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str,
             raise DataError(f"{source}: product #{i} is a {type(p).__name__}, not an object")
         missing = [k for k in REQUIRED_PRODUCT_KEYS if k not in p]
         if missing:
-            raise DataError(f"{source}: product #{i} (asin {p.get('asin', '?')!r}) has no {', '.join(map(repr, missing))}; "
-                            "the original's loader needs every product to carry these keys (empty values are fine)")
+            raise DataError(
+                f"{source}: product #{i} (asin {p.get('asin', '?')!r}) has no {', '.join(map(repr, missing))}; "
+                "the original's loader needs every product to carry these keys (empty values are fine)"
+            )
         asin = str(p["asin"])
         if asin == "nan" or len(asin) > 10 or asin in by_asin:
             continue
@@ -126,23 +163,29 @@ def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str,
         options: dict[str, list[str]] = {}
         custom = p["customization_options"]
         if custom and not isinstance(custom, dict):
-            raise DataError(f"{where}: customization_options is a {type(custom).__name__}; expected an object "
-                            "{option name: [{'value': ...}, ...]} or an empty value")
+            raise DataError(
+                f"{where}: customization_options is a {type(custom).__name__}; expected an object "
+                "{option name: [{'value': ...}, ...]} or an empty value"
+            )
         for name, values in (custom or {}).items():
             if values is None:
                 continue
             if not isinstance(values, list) or not all(isinstance(v, dict) and "value" in v for v in values):
-                raise DataError(f"{where}: customization option {name!r} must be a list of objects with a 'value' "
-                                f"(got {str(values)[:80]})")
+                raise DataError(
+                    f"{where}: customization option {name!r} must be a list of objects with a 'value' "
+                    f"(got {str(values)[:80]})"
+                )
             options[name.lower()] = [str(v["value"]).strip().replace("/", " | ").lower() for v in values]
         pricing = parse_pricing(p.get("pricing"), where)
         if asin in attrs and not isinstance(attrs[asin], dict):
             raise DataError(f"{attrs_source}: the entry of {asin} is a {type(attrs[asin]).__name__}, not an object")
         entry = attrs.get(asin) or {}
         if goal_source == "synthetic" and asin not in attrs:
-            raise DataError(f"{where} is not in {attrs_source}; synthetic goals read every product's instruction from "
-                            "it (the original raises KeyError): use the attribute file that belongs to these products, "
-                            "or goal_source='human'")
+            raise DataError(
+                f"{where} is not in {attrs_source}; synthetic goals read every product's instruction from "
+                "it (the original raises KeyError): use the attribute file that belongs to these products, "
+                "or goal_source='human'"
+            )
         if "attributes" not in entry:
             no_attributes += asin in human
         record = {
@@ -173,12 +216,19 @@ def make_catalog(raw: list[dict], attrs: dict, human: dict, *, goal_source: str,
         raise DataError(f"{source}: no valid products")
     counts = {}
     if goal_source == "human":
-        counts = {"records": sum(len(v) for v in human.values() if isinstance(v, list)), "asins": len(human),
-                  "asins_loaded": sum(a in by_asin for a in human), "products": len(products)}
+        counts = {
+            "records": sum(len(v) for v in human.values() if isinstance(v, list)),
+            "asins": len(human),
+            "asins_loaded": sum(a in by_asin for a in human),
+            "products": len(products),
+        }
         if no_attributes:
-            warnings.warn(f"{no_attributes} products with human instructions have no entry in {attrs_source}; their "
-                          "attributes are ['DUMMY_ATTR'] (as the original), so the reward's attribute part cannot match "
-                          "them", stacklevel=3)
+            warnings.warn(
+                f"{no_attributes} products with human instructions have no entry in {attrs_source}; their "
+                "attributes are ['DUMMY_ATTR'] (as the original), so the reward's attribute part cannot match "
+                "them",
+                stacklevel=3,
+            )
     return Catalog(products, by_asin, prices, counts)
 
 
@@ -187,13 +237,16 @@ HUMAN_RECORD_KEYS = ("instruction", "instruction_attributes", "instruction_optio
 
 def _human_records(records, asin: str, source: str) -> list[dict]:
     if not isinstance(records, list):
-        raise DataError(f"{source}: the entry of {asin} is a {type(records).__name__}; expected a list of "
-                        "instruction records")
+        raise DataError(
+            f"{source}: the entry of {asin} is a {type(records).__name__}; expected a list of instruction records"
+        )
     for j, r in enumerate(records):
         missing = [k for k in HUMAN_RECORD_KEYS if not isinstance(r, dict) or k not in r]
         if missing:
-            raise DataError(f"{source}: record #{j} of {asin} has no {', '.join(map(repr, missing))}; each human "
-                            f"instruction record needs {', '.join(HUMAN_RECORD_KEYS)} (the original reads them all)")
+            raise DataError(
+                f"{source}: record #{j} of {asin} has no {', '.join(map(repr, missing))}; each human "
+                f"instruction record needs {', '.join(HUMAN_RECORD_KEYS)} (the original reads them all)"
+            )
     return records
 
 
@@ -212,17 +265,29 @@ def build_goals(catalog: Catalog, goal_source: str, *, seed: int = 0, shuffle_se
     counts: dict[str, int] = {}
     for product in catalog.products:
         asin = product["asin"]
-        base = {"asin": asin, "category": product["category"], "query": product["query"], "name": product["name"],
-                "product_category": product["product_category"]}
+        base = {
+            "asin": asin,
+            "category": product["category"],
+            "query": product["query"],
+            "name": product["name"],
+            "product_category": product["product_category"],
+        }
         if goal_source == "human":
             for record in product.get("instructions", []):
                 attributes = record["instruction_attributes"] or []
                 if not attributes:  # the original skips these too
                     continue
                 upper, text = _price_clause(catalog.prices[asin], rng)
-                goals.append({**base, "instruction_text": str(record["instruction"]).strip(".") + text,
-                              "attributes": list(attributes), "price_upper": upper,
-                              "goal_options": list(record["instruction_options"] or []), "weight": 1.0})
+                goals.append(
+                    {
+                        **base,
+                        "instruction_text": str(record["instruction"]).strip(".") + text,
+                        "attributes": list(attributes),
+                        "price_upper": upper,
+                        "goal_options": list(record["instruction_options"] or []),
+                        "weight": 1.0,
+                    }
+                )
         else:
             if not product.get("instruction_text"):
                 continue
@@ -235,9 +300,16 @@ def build_goals(catalog: Catalog, goal_source: str, *, seed: int = 0, shuffle_se
                 chosen = dict(zip(names, combination))
                 option_text = ", and ".join(f"{k}: {v}" for k, v in chosen.items())
                 option_text = " with " + option_text if option_text else ""
-                goals.append({**base, "name": product["Title"],
-                              "instruction_text": f"{product['instruction_text']}{option_text}{text}",
-                              "attributes": list(attributes), "price_upper": upper, "goal_options": chosen})
+                goals.append(
+                    {
+                        **base,
+                        "name": product["Title"],
+                        "instruction_text": f"{product['instruction_text']}{option_text}{text}",
+                        "attributes": list(attributes),
+                        "price_upper": upper,
+                        "goal_options": chosen,
+                    }
+                )
                 for a in attributes:
                     counts[a] = counts.get(a, 0) + 1
     if goal_source == "synthetic":
@@ -251,7 +323,13 @@ def split_goals(n_goals: int, split: str, goal_source: str) -> range:
     """Goal indices of a split. Human goals: WebShop's test [0,500), dev [500,1500), train rest.
     Synthetic goals: verl-agent's test [0,500), train rest."""
     if goal_source == "human":
-        bounds = {"test": (0, 500), "dev": (500, 1500), "valid": (500, 1500), "train": (1500, n_goals), "all": (0, n_goals)}
+        bounds = {
+            "test": (0, 500),
+            "dev": (500, 1500),
+            "valid": (500, 1500),
+            "train": (1500, n_goals),
+            "all": (0, n_goals),
+        }
     else:
         bounds = {"test": (0, 500), "train": (500, n_goals), "all": (0, n_goals)}
     if split not in bounds:
@@ -273,5 +351,9 @@ def find_files(directory: Path) -> tuple[Path, Path | None, Path | None]:
     items = first("items_shuffle.json", "items_shuffle_1000.json")
     if items is None:
         raise DataError(f"data={str(directory)!r}: no items_shuffle.json or items_shuffle_1000.json")
-    attrs = first("items_ins_v2.json", "items_ins_v2_1000.json") if items.name == "items_shuffle.json" else first("items_ins_v2_1000.json", "items_ins_v2.json")
+    attrs = (
+        first("items_ins_v2.json", "items_ins_v2_1000.json")
+        if items.name == "items_shuffle.json"
+        else first("items_ins_v2_1000.json", "items_ins_v2.json")
+    )
     return items, attrs, first("items_human_ins.json")

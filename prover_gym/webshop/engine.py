@@ -55,14 +55,18 @@ class Shop:
 
     def window(self, state: ShopState) -> tuple[str, ...]:
         start = (state.page_num - 1) * PRODUCT_WINDOW
-        return self.results(state.keywords)[start:start + PRODUCT_WINDOW]
+        return self.results(state.keywords)[start : start + PRODUCT_WINDOW]
 
     def clickables(self, state: ShopState) -> list[str]:
         if state.page == "search":
             return ["search"]
         if state.page == "results":
-            return ["back to search", *(["< prev"] if state.page_num > 1 else []), "next >",
-                    *(a.lower() for a in self.window(state))]
+            return [
+                "back to search",
+                *(["< prev"] if state.page_num > 1 else []),
+                "next >",
+                *(a.lower() for a in self.window(state)),
+            ]
         if state.page == "item":
             values = [v for vs in self.catalog.by_asin[state.asin]["options"].values() for v in vs]
             return ["back to search", "< prev", *SUB_PAGES, "buy now", *dict.fromkeys(values)]
@@ -76,8 +80,13 @@ class Shop:
             segs = ["WebShop", *head, "Search"]
         elif state.page == "results":
             hits = self.results(state.keywords)
-            segs = [*head, "Back to Search", f"Page {state.page_num} (Total results: {len(hits)})",
-                    *(["< Prev"] if state.page_num > 1 else []), "Next >"]
+            segs = [
+                *head,
+                "Back to Search",
+                f"Page {state.page_num} (Total results: {len(hits)})",
+                *(["< Prev"] if state.page_num > 1 else []),
+                "Next >",
+            ]
             for asin in self.window(state):
                 p = self.catalog.by_asin[asin]
                 segs += [asin.upper(), p["Title"].strip(), p["Price"]]
@@ -86,8 +95,15 @@ class Shop:
             segs = [*head, "Back to Search", "< Prev"]
             for name, values in p["options"].items():
                 segs += [name, *values]
-            segs += [p["Title"].strip(), f"Price: {p['Price']}", f"Rating: {p['Rating']}", "Description", "Features",
-                     "Reviews", "Buy Now"]
+            segs += [
+                p["Title"].strip(),
+                f"Price: {p['Price']}",
+                f"Rating: {p['Rating']}",
+                "Description",
+                "Features",
+                "Reviews",
+                "Buy Now",
+            ]
         elif state.page in SUB_PAGES:
             p = self.catalog.by_asin[state.asin]
             segs = [*head, "Back to Search", "< Prev"]
@@ -96,11 +112,41 @@ class Shop:
             elif state.page == "features":
                 segs += [b.strip() for b in p["BulletPoints"]]
         else:  # done page: every hidden block of the template still shows, as in the original
-            segs = ["Thank you for shopping with us!", "Your code:", "None", "(Paste it in your MTurk interface.)",
-                    "Purchased", "asin", str(state.asin), "options", json.dumps(dict(state.options)), "attrs", "None",
-                    "category", "None", "query", "None", "product category", "None", "Target", "asin", "options",
-                    "attrs", "price upper", "instuction text", "category", "product category", "query", "Goal",
-                    "None", "Reward", "Your score (min 0.0, max 1.0)", str(state.reward), "Reward Details", "None"]
+            segs = [
+                "Thank you for shopping with us!",
+                "Your code:",
+                "None",
+                "(Paste it in your MTurk interface.)",
+                "Purchased",
+                "asin",
+                str(state.asin),
+                "options",
+                json.dumps(dict(state.options)),
+                "attrs",
+                "None",
+                "category",
+                "None",
+                "query",
+                "None",
+                "product category",
+                "None",
+                "Target",
+                "asin",
+                "options",
+                "attrs",
+                "price upper",
+                "instuction text",
+                "category",
+                "product category",
+                "query",
+                "Goal",
+                "None",
+                "Reward",
+                "Your score (min 0.0, max 1.0)",
+                str(state.reward),
+                "Reward Details",
+                "None",
+            ]
         return SEP.join(s for s in segs if s)
 
     # ---- transitions ------------------------------------------------------------------------

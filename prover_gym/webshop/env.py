@@ -22,22 +22,31 @@ from prover_gym.webshop.engine import SUB_PAGES, Shop, ShopState
 from prover_gym.webshop.search import ProductSearch
 
 
-
 def _no_goals(catalog, goal_source: str, items: Path, attrs: Path | None, human: Path | None, explicit: bool) -> str:
     """Why a catalogue gave no goals, with the kwarg that changes it."""
     if goal_source == "synthetic":
-        return (f"no synthetic goals: none of the {len(catalog)} products loaded from {items} has an 'instruction' "
-                f"with 'instruction_attributes' in {attrs}")
+        return (
+            f"no synthetic goals: none of the {len(catalog)} products loaded from {items} has an 'instruction' "
+            f"with 'instruction_attributes' in {attrs}"
+        )
     c = catalog.human_counts
-    why = "goal_source='human' (the default when items_human_ins.json is present)" if not explicit else "goal_source='human'"
+    why = (
+        "goal_source='human' (the default when items_human_ins.json is present)"
+        if not explicit
+        else "goal_source='human'"
+    )
     if c.get("asins_loaded"):
-        detail = (f"the {c['asins_loaded']} of them that are loaded have only records with empty "
-                  "instruction_attributes (skipped, as the original does)")
+        detail = (
+            f"the {c['asins_loaded']} of them that are loaded have only records with empty "
+            "instruction_attributes (skipped, as the original does)"
+        )
     else:
         detail = f"none of them is among the {c.get('products', len(catalog))} products loaded from {items}"
-    return (f"no human goals with {why}: {human} has {c.get('records', 0)} instructions for {c.get('asins', 0)} products, "
-            f"and {detail}. Pass goal_source='synthetic' (the instructions of {attrs.name if attrs else 'items_ins_v2'}), "
-            "or load the catalogue they were written for (the full items_shuffle.json, num_products=None)")
+    return (
+        f"no human goals with {why}: {human} has {c.get('records', 0)} instructions for {c.get('asins', 0)} products, "
+        f"and {detail}. Pass goal_source='synthetic' (the instructions of {attrs.name if attrs else 'items_ins_v2'}), "
+        "or load the catalogue they were written for (the full items_shuffle.json, num_products=None)"
+    )
 
 
 class WebShopEnv(TextEnv):
@@ -71,14 +80,37 @@ class WebShopEnv(TextEnv):
 
     env_id = "prover/WebShop-v0"
 
-    def __init__(self, split: str = "train", data: str | None = None, *, goal_source: str | None = None,
-                 num_products: int | None = None, seed: int = 0, shuffle_seed: int = 233, max_steps: int = 15,
-                 invalid_feedback: bool = True, observation_mode: str = "text", start: str = "search",
-                 budget_slack: int | None = None, spacy_model: str | None = "auto", render_mode: str | None = None):
-        make_kwargs = dict(split=split, data=data, goal_source=goal_source, num_products=num_products, seed=seed,
-                           shuffle_seed=shuffle_seed, max_steps=max_steps, invalid_feedback=invalid_feedback,
-                           observation_mode=observation_mode, start=start, budget_slack=budget_slack,
-                           spacy_model=spacy_model)
+    def __init__(
+        self,
+        split: str = "train",
+        data: str | None = None,
+        *,
+        goal_source: str | None = None,
+        num_products: int | None = None,
+        seed: int = 0,
+        shuffle_seed: int = 233,
+        max_steps: int = 15,
+        invalid_feedback: bool = True,
+        observation_mode: str = "text",
+        start: str = "search",
+        budget_slack: int | None = None,
+        spacy_model: str | None = "auto",
+        render_mode: str | None = None,
+    ):
+        make_kwargs = dict(
+            split=split,
+            data=data,
+            goal_source=goal_source,
+            num_products=num_products,
+            seed=seed,
+            shuffle_seed=shuffle_seed,
+            max_steps=max_steps,
+            invalid_feedback=invalid_feedback,
+            observation_mode=observation_mode,
+            start=start,
+            budget_slack=budget_slack,
+            spacy_model=spacy_model,
+        )
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
         if start not in ("search", "item"):
             raise ValueError(f"start={start!r}; use 'search' (the original) or 'item' (the target's item page)")
@@ -89,7 +121,9 @@ class WebShopEnv(TextEnv):
 
         self.nouns = tagger(spacy_model)  # checked now: a model that is not installed fails at make, not at buy
         if observation_mode != "text":
-            raise ValueError(f"observation_mode={observation_mode!r}; only 'text' (the original's simple mode) is provided")
+            raise ValueError(
+                f"observation_mode={observation_mode!r}; only 'text' (the original's simple mode) is provided"
+            )
         if data is None:
             from prover_gym.webshop.bundled import bundled_data_dir
 
@@ -104,15 +138,26 @@ class WebShopEnv(TextEnv):
         if goal_source == "human" and human is None:
             raise DataError(f"goal_source='human' needs items_human_ins.json next to {items}")
         if attrs is None:  # the original reads it for every product's attributes, whatever the goals
-            raise DataError(f"goal_source={goal_source!r} needs items_ins_v2*.json next to {items}: "
-                            + ("synthetic goals are its instructions" if goal_source == "synthetic" else
-                               "without it every product's attributes are ['DUMMY_ATTR'] and the reward's attribute "
-                               "part never matches (even the expert scores 0.8)"))
+            raise DataError(
+                f"goal_source={goal_source!r} needs items_ins_v2*.json next to {items}: "
+                + (
+                    "synthetic goals are its instructions"
+                    if goal_source == "synthetic"
+                    else "without it every product's attributes are ['DUMMY_ATTR'] and the reward's attribute "
+                    "part never matches (even the expert scores 0.8)"
+                )
+            )
         key = (str(items), str(attrs), str(human), goal_source, num_products, seed, shuffle_seed)
 
         def build():
-            catalog = load_products(items, attrs, human if goal_source == "human" else None, goal_source=goal_source,
-                                    num_products=num_products, seed=seed)
+            catalog = load_products(
+                items,
+                attrs,
+                human if goal_source == "human" else None,
+                goal_source=goal_source,
+                num_products=num_products,
+                seed=seed,
+            )
             goals = build_goals(catalog, goal_source, seed=seed, shuffle_seed=shuffle_seed)
             if not goals:
                 raise DataError(_no_goals(catalog, goal_source, items, attrs, human, explicit))
@@ -123,8 +168,12 @@ class WebShopEnv(TextEnv):
         self.catalog, self.goals, self.shop, digest = shared(key, build)
         self.goal_source, self.split, self.invalid_feedback = goal_source, split, invalid_feedback
         self._ids = [str(i) for i in split_goals(len(self.goals), split, goal_source)]
-        self._fingerprint = hashlib.sha256(json.dumps([self.env_id, digest, split, max_steps, invalid_feedback]
-                                                    + ([start, budget_slack] if start != "search" else [])).encode()).hexdigest()
+        self._fingerprint = hashlib.sha256(
+            json.dumps(
+                [self.env_id, digest, split, max_steps, invalid_feedback]
+                + ([start, budget_slack] if start != "search" else [])
+            ).encode()
+        ).hexdigest()
         self._goal: dict | None = None
         self._state = ShopState()
 
@@ -236,8 +285,11 @@ class WebShopEnv(TextEnv):
             chosen = dict(s.options)
             product_options = self.catalog.by_asin[target]["options"]
             goal_options = self._goal["goal_options"]
-            pairs = goal_options.items() if isinstance(goal_options, dict) else [
-                (next((n for n, vs in product_options.items() if v in vs), None), v) for v in goal_options]
+            pairs = (
+                goal_options.items()
+                if isinstance(goal_options, dict)
+                else [(next((n for n, vs in product_options.items() if v in vs), None), v) for v in goal_options]
+            )
             for name, value in pairs:
                 if name is not None and value in product_options.get(name, ()) and chosen.get(name) != value:
                     return f"click[{value}]"

@@ -27,10 +27,14 @@ _STOP = set(
     "should so some such than that the their them then there these they this those through to too under until up very was "
     "we were what when where which while who whom why will with you your".split()
 )
-_NOT_NOUNS = _STOP | set(COLOR_SET) | set(
-    "small medium large x xl xxl xs extra new best premium natural organic soft heavy light lightweight long short "
-    "slim wide high low durable classic modern portable waterproof wireless easy quick fast free pure fresh mini "
-    "big little premium professional compact adjustable comfortable cute elegant casual vintage".split()
+_NOT_NOUNS = (
+    _STOP
+    | set(COLOR_SET)
+    | set(
+        "small medium large x xl xxl xs extra new best premium natural organic soft heavy light lightweight long short "
+        "slim wide high low durable classic modern portable waterproof wireless easy quick fast free pure fresh mini "
+        "big little premium professional compact adjustable comfortable cute elegant casual vintage".split()
+    )
 )
 _WORD = re.compile(r"[a-z]+")
 
@@ -56,9 +60,11 @@ def tagger(nouns: str | None = "auto") -> str:
                 return f"spacy:{name}"
         return HEURISTIC
     if not isinstance(nouns, str) or _nlp(nouns) is None:
-        raise ValueError(f"spacy_model={nouns!r}: spaCy cannot load it; install spaCy and the model "
-                         f"(`pip install spacy && python -m spacy download {nouns}`), or use spacy_model='auto' "
-                         "(a model when one is installed, else the heuristic) or None (the heuristic)")
+        raise ValueError(
+            f"spacy_model={nouns!r}: spaCy cannot load it; install spaCy and the model "
+            f"(`pip install spacy && python -m spacy download {nouns}`), or use spacy_model='auto' "
+            "(a model when one is installed, else the heuristic) or None (the heuristic)"
+        )
     return f"spacy:{nouns}"
 
 
@@ -117,13 +123,16 @@ def option_matches(purchased_values: list[str], goal_options) -> int:
     return sum(1 for g in wanted if any(token_set_ratio(p, g) > 85 for p in purchased))
 
 
-def get_reward(product: dict, goal: dict, price: float, options: dict[str, str], *,
-               nouns: str | None = "auto") -> tuple[float, dict]:
+def get_reward(
+    product: dict, goal: dict, price: float, options: dict[str, str], *, nouns: str | None = "auto"
+) -> tuple[float, dict]:
     """(total reward, components) for buying ``product`` at hidden ``price`` with ``options``;
     ``nouns``: the title-noun tagger (a spaCy model name, "auto" or None; see the module doc)."""
     used = tagger(nouns)
     kind = type_reward(product, goal, used)
-    goal_options = list(goal["goal_options"].items()) if isinstance(goal["goal_options"], dict) else list(goal["goal_options"])
+    goal_options = (
+        list(goal["goal_options"].items()) if isinstance(goal["goal_options"], dict) else list(goal["goal_options"])
+    )
     r_price = price <= goal["price_upper"]
     n_attr = attribute_matches(product, goal)
     n_opt = option_matches(list(options.values()), goal_options)

@@ -37,8 +37,14 @@ class ProductSearch:
     def __init__(self, products: list[dict], *, cache_root=None, memo_size: int = 50_000):
         texts = [_prep(product_text(p)) for p in products]
         self.asins = [p["asin"] for p in products]
-        self.index = BM25Index(texts, fingerprint=fingerprint_texts(texts, self.asins), stopwords=LUCENE_STOPWORDS,
-                               stemmer="porter", token_pattern=TOKEN_PATTERN, cache_root=cache_root)
+        self.index = BM25Index(
+            texts,
+            fingerprint=fingerprint_texts(texts, self.asins),
+            stopwords=LUCENE_STOPWORDS,
+            stemmer="porter",
+            token_pattern=TOKEN_PATTERN,
+            cache_root=cache_root,
+        )
         self._memo: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._memo_size = memo_size
         self._lock = threading.Lock()

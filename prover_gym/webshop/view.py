@@ -50,21 +50,28 @@ def render_page(shop, state: ShopState, instruction: str) -> str:
         return f'{ins}<div><input id="search_input" value="" disabled size="50"> <span class="btn">Search</span></div>'
     if state.page == "results":
         hits = shop.results(state.keywords)
-        parts = [ins, '<span class="btn">Back to Search</span>',
-                 f"<h3>Page {state.page_num} (Total results: {len(hits)})</h3>"]
+        parts = [
+            ins,
+            '<span class="btn">Back to Search</span>',
+            f"<h3>Page {state.page_num} (Total results: {len(hits)})</h3>",
+        ]
         if state.page_num > 1:
             parts.append('<span class="btn">&lt; Prev</span>')
         parts.append('<span class="btn">Next &gt;</span>')
         for asin in shop.window(state):
             p = shop.catalog.by_asin[asin]
             seen = " (visited)" if asin in state.visited else ""
-            parts.append(f'<div class="product"><span class="asin">{_e(asin)}</span>{seen}<br>{_e(p["Title"])}<br>'
-                         f'<b>{_e(p["Price"])}</b></div>')
+            parts.append(
+                f'<div class="product"><span class="asin">{_e(asin)}</span>{seen}<br>{_e(p["Title"])}<br>'
+                f"<b>{_e(p['Price'])}</b></div>"
+            )
         return "".join(parts)
     if state.page == "done":
-        return (f'<h2>Thank you for shopping with us!</h2><p>Purchased <span class="asin">{_e(state.asin)}</span> '
-                f'with options {_e(json.dumps(dict(state.options)))}</p><p>Your score (min 0.0, max 1.0)</p>'
-                f'<div class="reward">{_e(state.reward)}</div>')
+        return (
+            f'<h2>Thank you for shopping with us!</h2><p>Purchased <span class="asin">{_e(state.asin)}</span> '
+            f"with options {_e(json.dumps(dict(state.options)))}</p><p>Your score (min 0.0, max 1.0)</p>"
+            f'<div class="reward">{_e(state.reward)}</div>'
+        )
     p = shop.catalog.by_asin[state.asin]
     parts = [ins, '<span class="btn">Back to Search</span> <span class="btn">&lt; Prev</span>']
     if state.page == "item":
@@ -72,9 +79,11 @@ def render_page(shop, state: ShopState, instruction: str) -> str:
         for name, values in p["options"].items():
             opts = "".join(f'<span class="opt{" on" if chosen.get(name) == v else ""}">{_e(v)}</span>' for v in values)
             parts.append(f"<div><b>{_e(name)}</b>: {opts}</div>")
-        parts += [f'<h2>{_e(p["Title"])}</h2><div>Price: {_e(p["Price"])}</div><div>Rating: {_e(p["Rating"])}</div>',
-                  '<span class="btn">Description</span><span class="btn">Features</span><span class="btn">Reviews</span>'
-                  '<span class="btn">Buy Now</span>']
+        parts += [
+            f"<h2>{_e(p['Title'])}</h2><div>Price: {_e(p['Price'])}</div><div>Rating: {_e(p['Rating'])}</div>",
+            '<span class="btn">Description</span><span class="btn">Features</span><span class="btn">Reviews</span>'
+            '<span class="btn">Buy Now</span>',
+        ]
     elif state.page == "description":
         parts.append(f"<p>{_e(p['Description'])}</p>")
     elif state.page == "features":
@@ -90,8 +99,9 @@ def replay(env, task_id: str, actions: list[str]) -> list[dict]:
     records = [{"action": None, "obs": obs, "reward": 0.0, "state": env.unwrapped._state}]
     for a in actions:
         obs, reward, term, trunc, info = env.step(a)
-        records.append({"action": a, "obs": obs, "reward": reward, "state": env.unwrapped._state,
-                        "error": info.get("error")})
+        records.append(
+            {"action": a, "obs": obs, "reward": reward, "state": env.unwrapped._state, "error": info.get("error")}
+        )
         if term or trunc:
             break
     return records
@@ -104,12 +114,16 @@ def page_html(env, task_id: str, actions: list[str], step: int | None) -> str:
     base = f"/task/{quote(task_id)}?actions={quote(json.dumps(actions))}"
     steps = "".join(
         f'<li class="{"cur" if i == k else ""}"><a href="{base}&step={i}">{_e(r["action"] or "reset")}</a>'
-        f'{" &mdash; " + _e(r["error"]) if r.get("error") else ""}</li>' for i, r in enumerate(records))
+        f"{' &mdash; ' + _e(r['error']) if r.get('error') else ''}</li>"
+        for i, r in enumerate(records)
+    )
     body = render_page(env.unwrapped.shop, rec["state"], env.unwrapped.task())
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>WebShop task {_e(task_id)}</title>"
-            f"<style>{_CSS}</style></head><body><header>WebShop &middot; task {_e(task_id)} &middot; step {k}</header>"
-            f"<main><div class='page' id='page'>{body}</div><div class='side'><h3>Steps</h3><ol start='0'>{steps}</ol>"
-            f"<h3>Text observation</h3><pre id='obs'>{_e(rec['obs'])}</pre></div></main></body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>WebShop task {_e(task_id)}</title>"
+        f"<style>{_CSS}</style></head><body><header>WebShop &middot; task {_e(task_id)} &middot; step {k}</header>"
+        f"<main><div class='page' id='page'>{body}</div><div class='side'><h3>Steps</h3><ol start='0'>{steps}</ol>"
+        f"<h3>Text observation</h3><pre id='obs'>{_e(rec['obs'])}</pre></div></main></body></html>"
+    )
 
 
 def create_app(env, trajectories: list[dict] | None = None):
@@ -122,14 +136,20 @@ def create_app(env, trajectories: list[dict] | None = None):
     @app.get("/", response_class=HTMLResponse)
     def index():
         ids = env.unwrapped.task_ids()[:200]
-        links = "".join(f'<li><a href="/task/{quote(t)}">{_e(t)}</a>: {_e(env.unwrapped.goals[int(t)]["instruction_text"])}</li>'
-                        for t in ids)
-        runs = "".join(f'<li><a href="/task/{quote(str(r["task_id"]))}?actions={quote(json.dumps(r["actions"]))}">'
-                       f'trajectory {i} (task {_e(r["task_id"])}, {len(r["actions"])} actions)</a></li>'
-                       for i, r in enumerate(trajectories))
-        return (f"<!doctype html><html><head><meta charset='utf-8'><style>{_CSS}</style></head><body>"
-                f"<header>WebShop view</header><main><div class='page'><h3>Trajectories</h3><ol>{runs}</ol>"
-                f"<h3>Goals</h3><ul>{links}</ul></div></main></body></html>")
+        links = "".join(
+            f'<li><a href="/task/{quote(t)}">{_e(t)}</a>: {_e(env.unwrapped.goals[int(t)]["instruction_text"])}</li>'
+            for t in ids
+        )
+        runs = "".join(
+            f'<li><a href="/task/{quote(str(r["task_id"]))}?actions={quote(json.dumps(r["actions"]))}">'
+            f"trajectory {i} (task {_e(r['task_id'])}, {len(r['actions'])} actions)</a></li>"
+            for i, r in enumerate(trajectories)
+        )
+        return (
+            f"<!doctype html><html><head><meta charset='utf-8'><style>{_CSS}</style></head><body>"
+            f"<header>WebShop view</header><main><div class='page'><h3>Trajectories</h3><ol>{runs}</ol>"
+            f"<h3>Goals</h3><ul>{links}</ul></div></main></body></html>"
+        )
 
     @app.get("/task/{task_id}", response_class=HTMLResponse)
     def task(task_id: str, actions: str = Query("[]"), step: int | None = None):
@@ -155,7 +175,7 @@ def load_trajectories(path: Path) -> list[dict]:
             row = json.loads(line)
             out.append({"task_id": str(row["task_id"]), "actions": [str(a) for a in row["actions"]]})
         except (ValueError, KeyError, TypeError):
-            raise SystemExit(f"{path}:{lineno}: expected {{\"task_id\": ..., \"actions\": [...]}}") from None
+            raise SystemExit(f'{path}:{lineno}: expected {{"task_id": ..., "actions": [...]}}') from None
     return out
 
 

@@ -31,13 +31,16 @@ def main(batch_path: str, out_path: str) -> None:
     tokenizer = AutoTokenizer.from_pretrained(payload["model_dir"])
     forward = dist.prepare(LogprobModule(model)) if dist.enabled else None
     optimizer = make_optimizer(cfg, [p for p in (forward or model).parameters() if p.requires_grad])
-    learner = Learner(cfg, model, tokenizer, optimizer, Path(out_path).parent, lambda: model, False, dist=dist,
-                      forward_model=forward)
+    learner = Learner(
+        cfg, model, tokenizer, optimizer, Path(out_path).parent, lambda: model, False, dist=dist, forward_model=forward
+    )
     mine = [i for i, g in enumerate(gids) if g % dist.world == dist.rank]
     logs = learner.learn([trajs[i] for i in mine], [advs[i] for i in mine], [gids[i] for i in mine])
     if dist.is_main:
-        torch.save({"params": {n: p.detach().clone() for n, p in model.named_parameters()}, "logs": logs,
-                    "world": dist.world}, out_path)
+        torch.save(
+            {"params": {n: p.detach().clone() for n, p in model.named_parameters()}, "logs": logs, "world": dist.world},
+            out_path,
+        )
     dist.barrier()
 
 
