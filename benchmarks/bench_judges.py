@@ -65,7 +65,7 @@ def main() -> None:
             def fresh(spec=spec):
                 judge = judges.make(spec)
                 if hasattr(judge, "bind"):
-                    judge.bind(ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed + 2), args.m))
+                    judge.bind(ValueEstimator(env, NoisyExpert(args.eps, seed=args.seed + 2), args.m))  # noqa: B023 - called in this iteration
                 return judge
 
             judge = fresh()

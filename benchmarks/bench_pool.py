@@ -65,7 +65,7 @@ def pool_rate(env_id: str, kwargs: dict, n: int, steps: int, seed: int = 0, back
                 t = time.perf_counter()
             res = pool.step([_action(i, rng, env_id) for i in infos])
             done += n
-            for k, (o, r, term, trunc, info) in enumerate(res):
+            for k, (_obs, _reward, term, trunc, info) in enumerate(res):
                 if term or trunc:
                     _, info = pool.reset(seeds=[done + WARMUP * n + n + k], indices=[k])[0]
                 infos[k] = info

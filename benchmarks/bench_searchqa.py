@@ -30,9 +30,9 @@ import gymnasium as gym  # noqa: E402
 
 import prover_gym  # noqa: E402,F401
 from prover_gym import restore, snapshot  # noqa: E402
+from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa import generator as gen  # noqa: E402
 from prover_gym.searchqa.bundled import bundled_data_dir  # noqa: E402
-from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl, load_flashrag_jsonl  # noqa: E402
 from prover_gym.searchqa.retrievers import BM25Retriever  # noqa: E402
 

@@ -106,7 +106,8 @@ class AgenticJudge:
                     if x.action != y.action or x.observation != y.observation:
                         same = "the same" if x.observation == y.observation else "different"
                         return (
-                            f"first difference at turn {k}: observations are {same}; actions {x.action!r} vs {y.action!r}",
+                            f"first difference at turn {k}: observations are {same}; "
+                            f"actions {x.action!r} vs {y.action!r}",
                             None,
                         )
                 return f"no difference in the first {min(len(a.turns), len(b.turns))} turns", None

@@ -151,8 +151,8 @@ class ResultsDB:
         extra = {k: v for k, v in stats.items() if k not in ("groups", "proposals", "hits", "precision")}
         with self.conn:
             self.conn.execute(
-                "INSERT OR REPLACE INTO judge_precision (key, preset, env, judge, config_hash, groups, proposals, hits, "
-                "precision, created, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO judge_precision (key, preset, env, judge, config_hash, groups, proposals, "
+                "hits, precision, created, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     preset,

@@ -35,7 +35,7 @@ class _RegisterAfterGymnasium(importlib.abc.MetaPathFinder):
             except Exception:  # pragma: no cover - never break `import gymnasium`
                 pass
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module
         return spec
 
 

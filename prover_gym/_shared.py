@@ -7,7 +7,8 @@ sync backend) reuse one catalogue, corpus and index instead of loading them agai
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _OBJECTS: dict[Any, Any] = {}
 _LOCK = threading.RLock()

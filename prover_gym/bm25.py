@@ -86,7 +86,8 @@ class BM25Index:
         settings = json.dumps([_INDEX_FORMAT, stopwords, stemmer, k1, b, token_pattern], sort_keys=True)
         key = hashlib.sha256((self.fingerprint + settings).encode()).hexdigest()[:32]
         self.index_dir = (cache_root or cache_dir()) / "bm25" / key
-        self.description = f"bm25(k1={k1}, b={b}, stopwords={stopwords if isinstance(stopwords, str) else len(stopwords or [])}, stemmer={stemmer}, token={token_pattern})"
+        stop = stopwords if isinstance(stopwords, str) else len(stopwords or [])
+        self.description = f"bm25(k1={k1}, b={b}, stopwords={stop}, stemmer={stemmer}, token={token_pattern})"
         self._lock = threading.Lock()  # the tokenizer's vocabulary lookups are not thread-safe
         self._tok = self._make_tokenizer(stopwords, stemmer, token_pattern)
         if cache and self._try_load():

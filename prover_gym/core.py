@@ -350,7 +350,7 @@ def restore(env, snap: Snapshot) -> None:
         if hasattr(layer, "_has_reset"):  # OrderEnforcing refuses step() before reset()
             layer._has_reset = True
         if getattr(layer, "checked_step", True) is False and getattr(layer, "_previous_data", 0) is None:
-            layer._previous_data = (str(base._last_obs), {})  # PassiveEnvChecker compares step to reset data
+            layer._previous_data = (str(base._last_obs), {})  # type: ignore[attr-defined]  # PassiveEnvChecker's
         layer = layer.env
 
 

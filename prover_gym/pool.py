@@ -19,8 +19,9 @@ import multiprocessing as mp
 import os
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import gymnasium as gym
 
@@ -53,7 +54,7 @@ def _call(env: gym.Env, cmd: str, arg: Any):
         restore(env, arg)
         return None
     if cmd == "expert":
-        return env.unwrapped.expert_action()
+        return env.unwrapped.expert_action()  # type: ignore[attr-defined]  # a prover-gym TextEnv
     if cmd == "call":
         name, args = arg
         return getattr(env.unwrapped, name)(*args)
@@ -138,7 +139,8 @@ class _RayWorkers:
         # an env actor mostly waits on the learner: it reserves no CPU by default, so a 2-CPU
         # cluster can hold more actors than cores (Ray would otherwise refuse to place them)
         actor_cls = ray.remote(_RayEnvs).options(**{"num_cpus": 0, "max_concurrency": 1, **options})
-        self.cls, self.env_id, self.kwargs, self.timeout = actor_cls, env_id, kwargs, timeout
+        self.cls: Any = actor_cls
+        self.env_id, self.kwargs, self.timeout = env_id, kwargs, timeout
         self.per_worker = per_worker  # env i lives in actor i // per_worker, slot i % per_worker
         self.sizes = [min(per_worker, n - start) for start in range(0, n, per_worker)]
         self.actors = [self._start(k) for k in range(len(self.sizes))]
@@ -223,6 +225,7 @@ class EnvPool:
         if self.backend == "sync":
             return [_call(self._envs[i], cmd, a) for i, a in zip(indices, args)]
         if self.backend == "thread":
+            assert self._executor is not None
             return list(self._executor.map(lambda ia: _call(self._envs[ia[0]], cmd, ia[1]), zip(indices, args)))
         if self.backend == "ray":
             return self._run_ray(cmd, args, indices)
@@ -334,7 +337,7 @@ class EnvPool:
             if self._executor:
                 self._executor.shutdown()
 
-    def __enter__(self) -> "EnvPool":
+    def __enter__(self) -> EnvPool:
         return self
 
     def __exit__(self, *exc) -> None:

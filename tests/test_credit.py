@@ -6,11 +6,11 @@ import math
 import gymnasium as gym
 import pytest
 import torch
+from conftest import SlipPolicy
 
 import judges
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy
 from trainers.advantages import bonus_scale, discounted_returns, step_group_advantages
 from trainers.config import load_config
 from trainers.credit import CreditAssigner

@@ -142,9 +142,10 @@ def test_dense_errors_name_the_fix(dense_dir, tmp_path, monkeypatch):
 
 
 def test_server_with_dense_retrieval(dense_dir):
+    from conftest import free_port, wait_for_http
+
     from prover_gym.searchqa.dense import DenseRetriever
     from prover_gym.searchqa.retrievers import HTTPRetriever
-    from conftest import free_port, wait_for_http
 
     port = free_port()
     proc = subprocess.Popen(

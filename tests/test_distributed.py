@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import metric_rows
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from conftest import ChatHandler, SlipPolicy
 
 import judges
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import ChatHandler, SlipPolicy
 from judges import Proposal
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "judges"
@@ -88,7 +88,7 @@ def _llm(url):
 def test_llm_judge_valid_reply_and_prompt(chat_server, group):
     trajs, pivot = group
     ChatHandler.plan = [
-        {"content": 'Sure! {"trajectory": 0, "start": %d, "end": %d, "reason": "chose well"}' % (pivot, pivot)}
+        {"content": f'Sure! {{"trajectory": 0, "start": {pivot}, "end": {pivot}, "reason": "chose well"}}'}
     ]
     judge = _llm(chat_server)
     assert judge.propose(trajs) == Proposal(0, pivot, pivot, "chose well")
@@ -99,7 +99,7 @@ def test_llm_judge_valid_reply_and_prompt(chat_server, group):
     # side=failed asks for the mistake and accepts only a failed attempt
     ChatHandler.plan = [
         {"content": '{"trajectory": 0, "start": 0, "end": 0}'},
-        {"content": '{"trajectory": 1, "start": %d, "end": %d}' % (pivot, pivot)},
+        {"content": f'{{"trajectory": 1, "start": {pivot}, "end": {pivot}}}'},
     ]
     failed_side = judges.make(
         {
@@ -197,8 +197,8 @@ def test_agentic_judge_text_tool_calls_and_limits(chat_server, group):
     ChatHandler.plan = [
         {"content": "thinking..."},
         {
-            "content": '<tool_call>{"name": "propose_segment", "arguments": {"trajectory": 1, "start": %d, "end": %d}}</tool_call>'
-            % (pivot, pivot)
+            "content": '<tool_call>{"name": "propose_segment", "arguments": '
+            f'{{"trajectory": 1, "start": {pivot}, "end": {pivot}}}}}</tool_call>'
         },
     ]
     assert _agentic(chat_server, side="failed").propose(trajs) == Proposal(1, pivot, pivot, "")

@@ -1,10 +1,10 @@
 """The OpenAI-compatible backend against a loopback chat-completions server that misbehaves on cue."""
 
 import pytest
-
-from agents.backends import BackendError, BackendUnavailable, make_backend
 from conftest import ChatHandler as _Chat
 from conftest import free_port
+
+from agents.backends import BackendError, BackendUnavailable, make_backend
 
 SECRET = "sk-test-SECRET-do-not-log-0123456789"
 

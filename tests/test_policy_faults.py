@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ChatHandler, free_port
 
 from agents.backends import BackendUnavailable, make_backend
 from agents.formats import INVALID_ACTION
 from agents.llm_policy import LLMPolicy
 from agents.rollout import rollout_batch
-from conftest import ChatHandler, free_port
 from prover_gym import EnvPool
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,8 +2,8 @@ import os
 import signal
 
 import pytest
-
 from conftest import expert_batch_rollout
+
 from prover_gym import EnvPool
 
 

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler
 import gymnasium as gym
 import pytest
 import requests
-
 from conftest import free_port, loopback_server, wait_for_http
+
 from prover_gym.bm25 import BM25Index
 from prover_gym.searchqa.data import Corpus, load_corpus_jsonl
 from prover_gym.searchqa.retrievers import BM25Retriever, HTTPRetriever, RetrieverError, RetrieverUnavailable

@@ -8,10 +8,10 @@ import signal
 import gymnasium as gym
 import pytest
 import torch
+from conftest import SlipPolicy, expert_batch_rollout, metric_rows
 
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy, expert_batch_rollout, metric_rows
 from judges import Proposal
 from prover_gym import EnvPool
 from trainers.config import load_config

@@ -103,7 +103,7 @@ def test_answer_rewards_em_f1_subem(make_searchqa):
 def test_final_round_accepts_only_an_answer(make_searchqa):
     env = make_searchqa(split="test", max_turns=2)
     env.reset(seed=0)
-    for i in range(2):
+    for _ in range(2):
         obs, r, term, trunc, info = env.step("search[anything at all]")
         assert "<information>" in obs and not term and not trunc
     obs, r, term, trunc, info = env.step("search[one more]")

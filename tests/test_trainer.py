@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import SlipPolicy, metric_rows
 
 from agents.baselines import ExpertPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy, metric_rows
 from trainers.config import load_config
 from trainers.train import Trainer
 

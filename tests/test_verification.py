@@ -2,13 +2,12 @@
 
 import gymnasium as gym
 import pytest
+from conftest import SlipPolicy
 
 from agents.baselines import ExpertPolicy, RandomPolicy
 from agents.rollout import rollout
-from conftest import SlipPolicy
 from judges import Proposal
 from trainers.verification import verify_segment
-
 
 CASES = {
     "prover/SearchQA-v0": (lambda a: a.startswith("search["), "answer[certainly not this]"),

@@ -7,8 +7,6 @@ import pytest
 
 from prover_gym.webshop.data import DataError, build_goals, load_products, parse_pricing, price_tag, split_goals
 
-I = "i need a long clip-in hair extension which is natural looking, and price lower than 40.00 dollars"
-
 
 def _product(
     asin,

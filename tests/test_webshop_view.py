@@ -10,7 +10,6 @@ from urllib.parse import quote
 import gymnasium as gym
 import pytest
 import requests
-
 from conftest import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

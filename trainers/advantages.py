@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -182,7 +182,8 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
         "last_loss": sum(losses[-50:]) / len(losses[-50:]),
     }
     log(
-        f"{name}: SFT {spec['sft']['sft_steps']} steps in {seconds:.0f}s, loss {losses[0]:.3f} -> {meta['last_loss']:.3f}"
+        f"{name}: SFT {spec['sft']['sft_steps']} steps in {seconds:.0f}s, "
+        f"loss {losses[0]:.3f} -> {meta['last_loss']:.3f}"
     )
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1) + "\n")
     if eval_episodes:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import torch
 
-
 AGGS = ("token-mean", "seq-mean", "traj-mean")
 
 

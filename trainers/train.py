@@ -95,10 +95,8 @@ class Trainer:
         from agents.llm_policy import LLMPolicy
         from agents.tiny_model import tiny_model_dir
         from trainers.credit import CreditAssigner, make_estimator_factory
-        from trainers.learner import Learner
-
         from trainers.distributed import Dist
-        from trainers.learner import LogprobModule
+        from trainers.learner import Learner, LogprobModule
 
         self.cfg = cfg
         self.dist = Dist()  # one process, or this rank of a torchrun / accelerate launch (trainers/distributed.py)

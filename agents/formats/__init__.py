@@ -112,7 +112,8 @@ class ReActFormat:
             past = "".join(f"[Action {i}: '{a}']\n" for i, (_, a) in enumerate(recent, first))
             what = f"actions you took: {past}"
         lead = (
-            f"Prior to this step, you have already taken {len(history)} step(s). Below are the most recent {len(recent)} {what}"
+            f"Prior to this step, you have already taken {len(history)} step(s). "
+            f"Below are the most recent {len(recent)} {what}"
             if recent
             else ""
         )

@@ -15,7 +15,7 @@ import hashlib
 import json
 import random
 import shutil
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from prover_gym.alfworld.generator import (
@@ -68,7 +68,7 @@ def task_type_of(task_id: str) -> str:
     return TASK_TYPES[int(task_id.rsplit("/", 1)[1]) % len(TASK_TYPES)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def split_floor_plans(split: str, task_type: str) -> tuple[int, ...]:
     from prover_gym.alfworld.generator import _constants
 

@@ -76,11 +76,11 @@ def _prepare_import() -> None:
 # ---- memoisation patches ----------------------------------------------------------------------
 _TEXTGEN_MEMO: dict = {}
 _QUERY_MEMO: dict = {}
-_TRANSLATION_MEMO: "OrderedDict[tuple, tuple]" = OrderedDict()
-_LOGIC_MEMO: "OrderedDict[tuple, Any]" = OrderedDict()
+_TRANSLATION_MEMO: OrderedDict[tuple, tuple] = OrderedDict()
+_LOGIC_MEMO: OrderedDict[tuple, Any] = OrderedDict()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _patches() -> tuple:
     """(owner, attribute, memoised replacement) for each patched engine function, built once."""
     import fast_downward
@@ -163,7 +163,7 @@ def _patches() -> tuple:
     )
 
 
-def _trim(table: "OrderedDict", size: int) -> None:
+def _trim(table: OrderedDict, size: int) -> None:
     """Drop the oldest entries of an LRU table beyond ``size``."""
     while len(table) > size:
         table.popitem(last=False)
@@ -244,7 +244,7 @@ class AlfredEngine:
         self.expert_enabled = expert
         self._uid = (os.getpid(), next(_UIDS))
         self._serial = itertools.count()
-        self._natives: "OrderedDict[int, _Native]" = OrderedDict()
+        self._natives: OrderedDict[int, _Native] = OrderedDict()
         self._native_cache = native_cache
         self.game: str | None = None
         self._initial: tuple[EngineState, _Native] | None = None
@@ -269,6 +269,12 @@ class AlfredEngine:
         self.game = game
         self._ops = []
         self._initial = (self._portable(), self._save_native())
+
+    def initial_feedback(self) -> str:
+        """The loaded game's opening text (its task sentence included)."""
+        if self._initial is None:
+            raise EngineError("load() a game first")
+        return self._initial[0].feedback
 
     def reset(self) -> None:
         """Back to the loaded game's initial state (a restore, no re-translation)."""
@@ -398,6 +404,7 @@ class AlfredEngine:
 
         if snap.game != self.game or self._initial is None:
             self.load(snap.game)
+        assert self._initial is not None  # load() records it
         init_snap, init_native = self._initial
         self._restore_native(init_snap, init_native)
         ps = self._pddl._pddl_state

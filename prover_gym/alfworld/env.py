@@ -35,7 +35,8 @@ class ALFWorldEnv(TextEnv):
     Args:
         split: ``"train"``, ``"valid_seen"``, ``"valid_unseen"``; ``"test"`` = ``"valid_unseen"``.
         data: None for the bundled generated games; else an official json_2.1.x directory (with
-            ``train/``, ``valid_seen/``, ``valid_unseen/``) or a folder of task dirs (with ``split="all"``; a split the folder lacks is an error).
+            ``train/``, ``valid_seen/``, ``valid_unseen/``) or a folder of task dirs (with ``split="all"``;
+            a split the folder lacks is an error).
         task_types: keep only these of the six task types (e.g. ``["pick_and_place_simple"]``).
         max_receptacles, num_distractors: the generator's difficulty knobs (None = every
             receptacle of the floor plan; distractor objects per game). Ignored for official data.
@@ -121,7 +122,7 @@ class ALFWorldEnv(TextEnv):
         if not isinstance(num_distractors, int) or num_distractors < 0:
             raise ValueError(f"num_distractors must be a non-negative int, got {num_distractors!r}")
         self.split = split
-        self._knobs = dict(max_receptacles=max_receptacles, num_distractors=num_distractors)
+        self._knobs: dict[str, Any] = dict(max_receptacles=max_receptacles, num_distractors=num_distractors)
         if data is None:
             self._official = None
             self._ids = alf_data.generated_task_ids(split, task_types, num_games)
@@ -151,7 +152,13 @@ class ALFWorldEnv(TextEnv):
     def game_path(self, task_id: str) -> Path:
         """The game.tw-pddl of ``task_id`` (generated and checked on first use for bundled games)."""
         if self._official is None:
-            return alf_data.generated_game(task_id, self._checker(), **self._knobs, budget=max(self.max_steps, 50))
+            return alf_data.generated_game(
+                task_id,
+                self._checker(),
+                max_receptacles=self._knobs["max_receptacles"],
+                num_distractors=self._knobs["num_distractors"],
+                budget=max(self.max_steps, 50),
+            )
         game = self._official[task_id]
         return alf_data.patched_game(game) if self._grammar_patch else game
 
@@ -180,7 +187,7 @@ class ALFWorldEnv(TextEnv):
             path = self.game_path(task_id)
             self.engine.load(str(path))
             info = alf_data.traj_info(Path(path))
-        intro = self.engine._initial[0].feedback
+        intro = self.engine.initial_feedback()
         task = intro.split(_TASK_MARK, 1)[1].strip() if _TASK_MARK in intro else ""
         self._meta = {**info, "task": task, "path": str(path), "task_id": task_id}
         return path
@@ -240,6 +247,7 @@ class ALFWorldEnv(TextEnv):
         return self.engine.snapshot()
 
     def _set_state(self, state: Any) -> None:
+        assert self._task_id is not None  # restore() sets it before calling this hook
         if self.start != "room" and self._task_id not in self._budgets:  # a snapshot made in another env
             self._load_task(self._task_id)
         path = self._enter(self._task_id)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 TASK_TYPES = (
@@ -41,7 +41,7 @@ class Infeasible(ValueError):
     """This floor plan cannot host this task type (missing appliance, lamp or target)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _package_dir() -> Path:
     from prover_gym.alfworld.engine import _prepare_import
 
@@ -51,7 +51,7 @@ def _package_dir() -> Path:
     return Path(alfworld.__file__).parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def _constants():
     _package_dir()
     from alfworld.gen import constants
@@ -59,7 +59,7 @@ def _constants():
     return constants
 
 
-@lru_cache(maxsize=None)
+@cache
 def _goal_library():
     _package_dir()
     from alfworld.gen import goal_library
@@ -67,12 +67,12 @@ def _goal_library():
     return goal_library.gdict
 
 
-@lru_cache(maxsize=None)
+@cache
 def domain_text() -> str:
     return (_package_dir() / "data" / "alfred.pddl").read_text()
 
 
-@lru_cache(maxsize=None)
+@cache
 def grammar_text() -> str:
     return (_package_dir() / "data" / "alfred.twl2").read_text()
 
@@ -84,7 +84,7 @@ def scene_type(floor_plan: int) -> str:
     raise ValueError(f"floor plan {floor_plan} is not an AI2-THOR floor plan (1-30, 201-230, 301-330, 401-430)")
 
 
-@lru_cache(maxsize=None)
+@cache
 def available_floor_plans() -> tuple[int, ...]:
     layouts = _package_dir() / "gen" / "layouts"
     out = []
@@ -95,7 +95,7 @@ def available_floor_plans() -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _floor_plan(n: int):
     import numpy as np
 
@@ -186,7 +186,7 @@ def _choose_params(n: int, task_type: str, receptacles, rng: random.Random) -> d
                 cands.append({"object_target": obj, "parent_target": recep, "toggle_target": ""})
     if not cands:
         raise Infeasible(f"no target for {task_type} in FloorPlan{n}")
-    params = dict(rng.choice(cands))
+    params: dict = dict(rng.choice(cands))
     params.update(mrecep_target="", object_sliced=False)
     return params
 
@@ -236,12 +236,13 @@ def generate_game(
     def new_id(cls):
         while True:
             x, z = grid[rng.randrange(len(grid))]
-            oid = f"{cls}|{x + rng.uniform(-0.2, 0.2):+06.2f}|{rng.uniform(0.1, 1.8):+06.2f}|{z + rng.uniform(-0.2, 0.2):+06.2f}"
+            px, py, pz = x + rng.uniform(-0.2, 0.2), rng.uniform(0.1, 1.8), z + rng.uniform(-0.2, 0.2)
+            oid = f"{cls}|{px:+06.2f}|{py:+06.2f}|{pz:+06.2f}"
             if oid not in used_ids:
                 used_ids.add(oid)
                 return oid
 
-    placed: list[tuple[str, str, tuple]] = []  # (id, class, receptacle)
+    placed: list[tuple[str, str, tuple | None]] = []  # (id, class, receptacle)
     n_targets = 2 if task_type == "pick_two_obj_and_place" else rng.choice((1, 1, 2))
     homes = [r for r in kept if can_hold(r[1], obj_cls) and r[1] != recep_cls]
     if task_type == "pick_two_obj_and_place":

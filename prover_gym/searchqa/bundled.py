@@ -47,7 +47,8 @@ class BundledConfig:
 
     @property
     def key(self) -> str:
-        return f"searchqa-bundled-g{gen.GENERATOR_VERSION}-s{self.seed}-p{self.n_people}-o{self.n_orgs}-w{self.n_works}-c{self.n_cities}"
+        sizes = f"p{self.n_people}-o{self.n_orgs}-w{self.n_works}-c{self.n_cities}"
+        return f"searchqa-bundled-g{gen.GENERATOR_VERSION}-s{self.seed}-{sizes}"
 
 
 DEFAULT = BundledConfig()

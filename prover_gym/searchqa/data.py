@@ -104,7 +104,8 @@ def _json_lines(path: Path):
 def load_corpus_jsonl(path: str | Path) -> Corpus:
     """Load a wiki-18-style corpus (``.jsonl`` or ``.jsonl.gz``)."""
     path = Path(path)
-    ids, contents = [], []
+    ids: list[str] = []
+    contents: list[str] = []
     for lineno, row in _json_lines(path):
         if "contents" not in row:
             if "title" in row and "text" in row:  # DPR/psgs_w100-style rows

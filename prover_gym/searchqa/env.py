@@ -147,9 +147,10 @@ class SearchQAEnv(TextEnv):
                 raise DataError(
                     f"data={data!r} has no corpus.jsonl; pass corpus=PATH, or retriever='http' with search_url"
                 )
-            self.corpus: Corpus | None = shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
+            loaded: Corpus = shared(("corpus", str(corpus_path)), lambda: load_corpus_jsonl(corpus_path))
+            self.corpus: Corpus | None = loaded
         if retriever == "bm25":
-            self.retriever = shared(("bm25", str(corpus_path)), lambda: BM25Retriever(self.corpus))
+            self.retriever = shared(("bm25", str(corpus_path)), lambda: BM25Retriever(loaded))
         elif retriever == "dense":
             from prover_gym.searchqa.dense import INDEX_NAME, DenseRetriever
 
@@ -157,15 +158,17 @@ class SearchQAEnv(TextEnv):
                 raise ValueError(
                     "retriever='dense' needs encoder= a local encoder directory (Search-R1 uses e5-base-v2)"
                 )
+            assert corpus_path is not None  # checked above
             index_path = Path(index).expanduser() if index else corpus_path.parent / INDEX_NAME
             self.retriever = shared(
                 ("dense", str(corpus_path), str(index_path), str(encoder)),
-                lambda: DenseRetriever(self.corpus, index_path, encoder),
+                lambda: DenseRetriever(loaded, index_path, encoder),
             )
         elif retriever == "http":
             if not search_url:
                 raise ValueError(
-                    "retriever='http' needs search_url='http://127.0.0.1:PORT' (see python -m prover_gym.searchqa.serve)"
+                    "retriever='http' needs search_url='http://127.0.0.1:PORT' "
+                    "(see python -m prover_gym.searchqa.serve)"
                 )
             self.corpus = None
             urls = tuple([search_url] if isinstance(search_url, str) else search_url)
@@ -215,8 +218,8 @@ class SearchQAEnv(TextEnv):
             questions = directory / f"{split}.jsonl"
             if not questions.is_file():
                 raise ValueError(f"split={split!r} is not in the bundled Search-QA data; use 'train' or 'test'")
-            corpus_path = Path(corpus) if corpus else directory / "corpus.jsonl"
-            return questions, corpus_path, DEFAULT.key + (f"+{_file_digest(corpus_path)}" if corpus else "")
+            bundled_corpus = Path(corpus) if corpus else directory / "corpus.jsonl"
+            return questions, bundled_corpus, DEFAULT.key + (f"+{_file_digest(bundled_corpus)}" if corpus else "")
         questions, found_corpus = resolve_data_dir(data, split)
         corpus_path = Path(corpus).expanduser() if corpus else found_corpus
         if corpus_path is not None and not corpus_path.is_file():
@@ -270,6 +273,7 @@ class SearchQAEnv(TextEnv):
         return Outcome(observation=self._render(passages), info={"query": arg})
 
     def _score(self, answer: str) -> Outcome:
+        assert self._example is not None  # reset() loads it
         gold = self._example.golden_answers
         self._answer = answer
         scores = {

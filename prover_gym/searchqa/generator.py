@@ -215,7 +215,7 @@ def build_world(
             {
                 "id": f"org{i}",
                 "name": names.unique(
-                    lambda: template.format(
+                    lambda: template.format(  # noqa: B023 - called right here
                         c=w.cities[rng.randrange(n_cities)]["name"],
                         n=rng.choice(surnames) if rng.random() < 0.6 else names.word(2),
                     )
@@ -321,7 +321,8 @@ def render_corpus(w: World, seed: int = 0) -> tuple[list[dict], dict[str, dict[s
         founder = w.people[o["founder"]]
         add(
             o["name"],
-            f"{o['name']} The {o['name']} is {_a(o['kind'])} {o['kind']} founded in {o['founded']} by {founder['name']}. "
+            f"{o['name']} The {o['name']} is {_a(o['kind'])} {o['kind']} founded in {o['founded']} "
+            f"by {founder['name']}. "
             f"Its headquarters are in {city_name[o['hq']]}, {country_name[w.cities[o['hq']]['country']]}.",
             o["id"],
             "founder",
@@ -333,14 +334,15 @@ def render_corpus(w: World, seed: int = 0) -> tuple[list[dict], dict[str, dict[s
         _, _, participle, event = _OCCUPATIONS[creator["occupation"]]
         add(
             wk["name"],
-            f"{wk['name']} {wk['name']} is {_a(wk['kind'])} {wk['kind']} {participle} by {creator['name']}. It was {event} in "
+            f"{wk['name']} {wk['name']} is {_a(wk['kind'])} {wk['kind']} {participle} by {creator['name']}. "
+            f"It was {event} in "
             f"{wk['year']} and is considered one of the notable {wk['kind']}s of its decade.",
             wk["id"],
             "creator",
             "year",
         )
     # distractors: events mentioning several entities without the facts asked about
-    for i in range(len(w.people) // 3):
+    for _ in range(len(w.people) // 3):
         a, b = rng.sample(w.people, 2)
         o = rng.choice(w.orgs)
         year = rng.randrange(1750, 2000)
@@ -368,7 +370,7 @@ class Candidate:
     answer_entity: str | None = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _split_of(entity_id: str, seed: int, test_fraction: float) -> str:
     # a stable hash (Python's hash() is salted per process)
     h = 2166136261
@@ -380,7 +382,7 @@ def _split_of(entity_id: str, seed: int, test_fraction: float) -> str:
 def candidate_questions(w: World, seed: int = 0) -> list[Candidate]:
     """All question candidates of every family (more than needed; the caller samples)."""
     rng = random.Random(seed + 2)
-    C, P, O, W = w.cities, w.people, w.orgs, w.works
+    C, P, O, W = w.cities, w.people, w.orgs, w.works  # noqa: E741 - the four entity tables
     country = [c["name"] for c in w.countries]
     out: list[Candidate] = []
 

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -171,7 +171,7 @@ class HTTPRetriever:
     def _post(self, queries: list[str], k: int) -> list[list[Passage]]:
         import requests
 
-        body = {"queries": queries, "topk": k, "return_scores": True}
+        body: dict[str, Any] = {"queries": queries, "topk": k, "return_scores": True}
         last_error = "no attempt made"
         for attempt in range(self.retries):
             with self._lock:
@@ -204,9 +204,8 @@ class HTTPRetriever:
         except (ValueError, KeyError, TypeError):
             raise RetrieverError(f"{url}: answer is not Search-R1 JSON ({resp.text[:200]!r})") from None
         if not isinstance(result, list) or len(result) != n:
-            raise RetrieverError(
-                f"{url}: expected {n} result lists, got {type(result).__name__} of length {len(result) if isinstance(result, list) else '?'}"
-            )
+            length = len(result) if isinstance(result, list) else "?"
+            raise RetrieverError(f"{url}: expected {n} result lists, got {type(result).__name__} of length {length}")
         out = []
         for hits in result:
             if hits is not None and not isinstance(hits, list):

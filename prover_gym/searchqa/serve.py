@@ -2,7 +2,7 @@
 
     python -m prover_gym.searchqa.serve --port 8000                 # the bundled corpus
     python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --port 8000
-    python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --retriever dense --encoder ./e5-base-v2  # + e5_Flat.index
+    python -m prover_gym.searchqa.serve --corpus wiki-18.jsonl --retriever dense --encoder ./e5-base-v2
 
 ``POST /retrieve`` takes ``{"queries": [...], "topk": k, "return_scores": true}`` (or verl-agent's
 ``{"query": "..."}``) and answers ``{"result": [[{"document": {"id", "contents"}, "score": s}, ...], ...]}``

@@ -22,6 +22,13 @@ SUB_PAGES = ("description", "features", "reviews")
 _ACTION = re.compile(r"(.+)\[(.+)\]", re.S)
 
 
+def _asin(state) -> str:
+    """The product of an item (or sub-) page's state."""
+    if state.asin is None:
+        raise ValueError(f"page {state.page!r} has no product")
+    return state.asin
+
+
 @dataclass(frozen=True)
 class ShopState:
     page: str = "search"  # search | results | item | description | features | reviews | done
@@ -68,7 +75,7 @@ class Shop:
                 *(a.lower() for a in self.window(state)),
             ]
         if state.page == "item":
-            values = [v for vs in self.catalog.by_asin[state.asin]["options"].values() for v in vs]
+            values = [v for vs in self.catalog.by_asin[_asin(state)]["options"].values() for v in vs]
             return ["back to search", "< prev", *SUB_PAGES, "buy now", *dict.fromkeys(values)]
         if state.page in SUB_PAGES:
             return ["back to search", "< prev"]
@@ -91,7 +98,7 @@ class Shop:
                 p = self.catalog.by_asin[asin]
                 segs += [asin.upper(), p["Title"].strip(), p["Price"]]
         elif state.page == "item":
-            p = self.catalog.by_asin[state.asin]
+            p = self.catalog.by_asin[_asin(state)]
             segs = [*head, "Back to Search", "< Prev"]
             for name, values in p["options"].items():
                 segs += [name, *values]
@@ -105,7 +112,7 @@ class Shop:
                 "Buy Now",
             ]
         elif state.page in SUB_PAGES:
-            p = self.catalog.by_asin[state.asin]
+            p = self.catalog.by_asin[_asin(state)]
             segs = [*head, "Back to Search", "< Prev"]
             if state.page == "description":
                 segs.append(p["Description"].strip())
@@ -182,12 +189,12 @@ class Shop:
             if arg in SUB_PAGES:
                 return Transition(replace(state, page=arg))
             if arg == "buy now":
-                product = self.catalog.by_asin[state.asin]
-                price = self.catalog.prices[state.asin]
+                product = self.catalog.by_asin[_asin(state)]
+                price = self.catalog.prices[_asin(state)]
                 total, details = get_reward(product, goal, price, dict(state.options), nouns=nouns)
                 done = replace(state, page="done", reward=total)
                 return Transition(done, reward=total, done=True, info={"reward_info": details, "task_score": total})
-            group = next(n for n, vs in self.catalog.by_asin[state.asin]["options"].items() if arg in vs)
+            group = next(n for n, vs in self.catalog.by_asin[_asin(state)]["options"].items() if arg in vs)
             options = dict(state.options)
             options[group] = arg
             return Transition(replace(state, options=tuple(options.items())))

@@ -198,6 +198,8 @@ class WebShopEnv(TextEnv):
 
     def goal_option_count(self) -> int:
         """How many of the goal's options the target product offers (the clicks an expert makes)."""
+        if self._goal is None:
+            raise RuntimeError("reset() the env first: there is no goal yet")
         product_options = self.catalog.by_asin[self._goal["asin"]]["options"]
         wanted = self._goal["goal_options"]
         values = wanted.values() if isinstance(wanted, dict) else wanted
@@ -209,6 +211,7 @@ class WebShopEnv(TextEnv):
         return min(self.max_steps, self.goal_option_count() + 1 + self.budget_slack)
 
     def _page(self) -> str:
+        assert self._goal is not None
         return self.shop.render(self._state, self._goal["instruction_text"], self._goal)
 
     def _invalid(self, action: str, reason: str) -> Outcome:
@@ -229,6 +232,7 @@ class WebShopEnv(TextEnv):
         return self._state
 
     def _set_state(self, state: Any) -> None:
+        assert self._task_id is not None  # restore() sets it before calling this hook
         self._state = state
         self._goal = self.goals[int(self._task_id)]
 

@@ -226,13 +226,15 @@ def generate(n_products: int = 3000, seed: int = 0, instruction_fraction: float 
     rng = random.Random(seed)
     used: set[str] = set()
     titles: set[str] = set()
-    items, attrs = [], {}
+    items: list[dict] = []
+    attrs: dict[str, dict] = {}
     while len(items) < n_products:
         category, query, noun, path, vocab, option_groups, (lo, hi) = rng.choice(TYPES)
         brand = _brand(rng)
         attributes = rng.sample(vocab, rng.randint(2, min(4, len(vocab))))
         title_attrs = [a for a in attributes if rng.random() < 0.6]
-        title = f"{brand} {rng.choice(_DESCRIPTORS).capitalize()} {noun.title()} {' '.join(w.title() for w in title_attrs)}".strip()
+        descriptor = rng.choice(_DESCRIPTORS).capitalize()
+        title = f"{brand} {descriptor} {noun.title()} {' '.join(w.title() for w in title_attrs)}".strip()
         if title.lower() in titles:
             continue
         titles.add(title.lower())
