@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 PRESETS = Path(__file__).resolve().parent / "presets"
 BASELINES = ("random", "expert")
 TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")

@@ -29,11 +29,9 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from trainers import checkpoint  # noqa: E402
-from trainers.config import TrainConfig, load_config  # noqa: E402
-from trainers.sinks import make_sink  # noqa: E402
+from trainers import checkpoint
+from trainers.config import TrainConfig, load_config
+from trainers.sinks import make_sink
 
 
 def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
