@@ -1,0 +1,44 @@
+"""Plug a judge from a config file, let it propose the segment behind a group's different outcomes,
+and verify that segment as ProVer does (continuations before and after it).
+
+    python examples/judge_from_config.py                                   # configs/judges/first_divergence.yaml
+    python examples/judge_from_config.py configs/judges/openai_local.yaml  # an LLM judge on any OpenAI-compatible server
+"""
+
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import yaml
+
+import judges
+import prover_gym  # noqa: F401
+from agents.baselines import ExpertPolicy, HastyExpert
+from agents.rollout import rollout
+from trainers.verification import verify_segment
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(config: str = str(ROOT / "configs/judges/first_divergence.yaml")) -> dict:
+    judge = judges.make(yaml.safe_load(Path(config).read_text()))
+    # WebShop from the target's page with no spare step: buying before choosing every option fails
+    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=0)
+    task = env.unwrapped.task_ids()[1]
+    group = [rollout(env, ExpertPolicy(), task_id=task), rollout(env, HastyExpert(1.0), task_id=task)]
+    print("outcomes:", [t.won for t in group], "| actions:", [[turn.action for turn in t.turns] for t in group])
+    proposal = judge.propose(group)
+    print("proposal:", proposal)
+    if proposal is None:
+        return {"proposal": None}
+    # A_seg = success rate of continuations after the segment - before it (a hasty continuation policy)
+    result = verify_segment(env, group[proposal.trajectory], proposal, HastyExpert(0.5, seed=1), m=8)
+    before = sum(result.success_before) / len(result.success_before)
+    after = sum(result.success_after) / len(result.success_after)
+    print(f"verified A_seg = {result.a_seg:+.2f} (success after {after:.2f} - before {before:.2f})")
+    env.close()
+    return {"proposal": proposal, "a_seg": result.a_seg}
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])
