@@ -2,7 +2,7 @@
 and verify that segment as ProVer does (continuations before and after it).
 
     python examples/judge_from_config.py                                   # configs/judges/first_divergence.yaml
-    python examples/judge_from_config.py configs/judges/openai_local.yaml  # an LLM judge on any OpenAI-compatible server
+    python examples/judge_from_config.py configs/judges/openai_local.yaml  # an LLM judge (OpenAI-compatible)
 """
 
 import sys
