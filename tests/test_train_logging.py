@@ -2,6 +2,7 @@
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,34 @@ def test_missing_tensorboard_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails
     with pytest.raises(RuntimeError, match="pip install tensorboard"):
         make_sink("tensorboard", TrainConfig(), tmp_path)
+
+
+def test_every_metrics_row_key_is_a_documented_metric(tmp_path, bundled_dir):
+    """metrics.jsonl uses only the names in trainers.train.METRICS (plus the per-group prefixes), and the
+    README's metrics table names them."""
+    from trainers.config import load_config
+    from trainers.train import METRIC_PREFIXES, METRICS, Trainer
+
+    cfg = load_config(
+        None,
+        [
+            "env_kwargs={split: train, max_turns: 1}",
+            "tasks_per_iteration=2",
+            "group_size=2",
+            "max_tokens=6",
+            "iterations=1",
+            "sft_steps=0",
+            "method=prover",
+            "rollout_engine={kind: hf}",
+            "probe_kwargs={split: test, max_turns: 1}",
+            "probe_tasks=2",
+            f"out_dir={tmp_path}",
+        ],
+    )
+    trainer = Trainer(cfg)
+    (row,) = trainer.run()
+    trainer.close()
+    unknown = [k for k in row if k not in METRICS and not k.startswith(METRIC_PREFIXES)]
+    assert not unknown, unknown
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert [m for m in METRICS if f"`{m}`" not in readme] == []

@@ -1,3 +1,4 @@
-"""GRPO + ProVer training. Landed so far: the advantage math (``advantages.py``) and segment
-verification from snapshots (``verification.py``); the loss, loop, checkpoints and scale-out land
-with the rest of issue 6."""
+"""GRPO + ProVer training: the loop (``train.py``), advantages (``advantages.py``, ``credit.py``),
+segment verification from snapshots (``verification.py``), the clipped loss (``loss.py``) and learner
+step (``learner.py``), SFT (``sft.py``), checkpoints (``checkpoint.py``), data-parallel training
+(``distributed.py``) and the shipped bases (``bases.py``)."""

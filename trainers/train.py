@@ -41,8 +41,10 @@ def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
 
 
-# the stable names of metrics.jsonl (documented in the README); success/<type> rows are added per
-# task type (ALFWorld) or data source (Search-QA) when the env reports one
+# the stable names of metrics.jsonl (documented in the README; a test checks every row against them);
+# besides these, success/<type> per task type (ALFWorld) or data source (Search-QA) when the env
+# reports one, and judge/<counter> for judges that count their calls (METRIC_PREFIXES)
+METRIC_PREFIXES = ("success/", "judge/")
 METRICS = (
     "iteration",
     "reward",
@@ -75,6 +77,9 @@ METRICS = (
     "time/credit_generate",
     "time/credit_env",
     "time/learn",
+    "time/probe",
+    "probe/success_start",
+    "probe/success",
     "rollout_digest",
     "seconds",
 )
