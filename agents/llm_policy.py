@@ -32,7 +32,9 @@ class LLMPolicy:
         self.last_error: str | None = None
         self._failing_calls = 0
 
-    def _request(self, observation: str, info: dict, history: list[Turn]) -> tuple[list[dict], str]:
+    def request(self, observation: str, info: dict, history: list[Turn]) -> tuple[list[dict], str]:
+        """The (chat messages, assistant prefix) this policy sends for ``observation`` after ``history``
+        (SFT renders expert turns through it, so training sees exactly the prompts of acting)."""
         if isinstance(self.format, SearchR1Format):
             pairs = [
                 (t.text, history[i + 1].observation if i + 1 < len(history) else observation)
@@ -86,8 +88,8 @@ class LLMPolicy:
         return outs
 
     def act(self, env, observation: str, info: dict, history: list[Turn] | None = None) -> PolicyOutput:
-        return self._outputs([self._request(observation, info, history or [])])[0]
+        return self._outputs([self.request(observation, info, history or [])])[0]
 
     def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
         histories = histories or [[] for _ in indices]
-        return self._outputs([self._request(o, i, h) for o, i, h in zip(observations, infos, histories)])
+        return self._outputs([self.request(o, i, h) for o, i, h in zip(observations, infos, histories)])

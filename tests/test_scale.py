@@ -170,6 +170,9 @@ def test_a_separate_rollout_engine_gets_the_learners_weights_and_the_same_result
     inproc.run()
     engine = Trainer(load_config(None, common + ["rollout_engine={kind: hf}", f"out_dir={tmp_path / 'b'}"]))
     assert engine.generator is not engine.backend and engine.generator.model is not engine.model
+    from agents.backends.base import TrainableGenerator
+
+    assert isinstance(engine.generator, TrainableGenerator)  # the protocol declares what the trainer uses
     engine.run()
     assert metric_rows(tmp_path / "a") == metric_rows(tmp_path / "b")
     learner = dict(engine.model.state_dict())

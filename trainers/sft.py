@@ -48,7 +48,7 @@ def expert_examples(
         for k, turn in enumerate(rendered):
             restore(env, turn.snapshot)
             _, info, _, _ = env.unwrapped.current_state()
-            messages, prefix = policy._request(turn.observation, info, rendered[:k])
+            messages, prefix = policy.request(turn.observation, info, rendered[:k])
             prompt = backend.prompt_ids(messages, prefix)
             target = tok(turn.text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
             examples.append((prompt, target))

@@ -181,7 +181,7 @@ class Trainer:
     def save(self) -> None:
         """Rank 0 writes the checkpoint (the model and optimizer are the same on every rank), with
         every rank's own RNG states and generation counter under ``ranks``."""
-        ranks = self.dist.gather(checkpoint.rng_state(self.generator._calls)) if self.dist.enabled else None
+        ranks = self.dist.gather(checkpoint.rng_state(self.generator.calls)) if self.dist.enabled else None
         if self.dist.is_main:
             checkpoint.save(
                 self.out,
@@ -191,7 +191,7 @@ class Trainer:
                 {
                     "iteration": self.iteration,
                     "python_rng": checkpoint.encode_python_rng(self.rng),
-                    "backend_calls": self.generator._calls,
+                    "backend_calls": self.generator.calls,
                     **({"ranks": ranks} if ranks else {}),
                 },
             )
@@ -201,7 +201,7 @@ class Trainer:
         state = checkpoint.load(self.ckpt, self.optimizer)
         self.iteration = state["iteration"]
         checkpoint.decode_python_rng(self.rng, state["python_rng"])
-        self.generator._calls = state["backend_calls"]
+        self.generator.calls = state["backend_calls"]
         if self.dist.enabled or "ranks" in state:
             ranks = state.get("ranks") or []
             if len(ranks) != self.dist.world:
@@ -209,7 +209,7 @@ class Trainer:
                     f"{self.ckpt} was written by {len(ranks) or 1} process(es); resume it with as many "
                     f"(this launch has {self.dist.world})"
                 )
-            self.generator._calls = checkpoint.set_rng_state(ranks[self.dist.rank])
+            self.generator.calls = checkpoint.set_rng_state(ranks[self.dist.rank])
 
     def _trainable(self) -> list:
         return [p for p in (self.forward_model or self.model).parameters() if p.requires_grad]

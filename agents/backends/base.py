@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass
@@ -27,7 +27,27 @@ class BackendUnavailable(BackendError):
 
 
 class ChatBackend(Protocol):
+    """What policies and judges call. ``defaults``: generation settings a call may override
+    (``max_tokens``, ``temperature``, ``top_p``). Backends that can continue an assistant message
+    set ``supports_partial = True`` (the policy then sends its assistant prefix that way)."""
+
+    defaults: dict
+
     def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]: ...
+
+
+@runtime_checkable
+class TrainableGenerator(Protocol):
+    """A local generation engine the trainer keeps in step with its learner (hf, vllm): ``calls``
+    counts generation calls (it seeds each one, so a checkpoint saves it and a resume restores it);
+    ``load_weights`` takes the learner's (HF name, tensor) pairs."""
+
+    defaults: dict
+    calls: int
+
+    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]: ...
+
+    def load_weights(self, named_tensors) -> None: ...
 
 
 class LocalChatBackend:
@@ -39,6 +59,8 @@ class LocalChatBackend:
     tokenizer = None
     defaults: dict = {}
     batch_size: int = 1 << 30
+    supports_partial = False  # an assistant prefix is rendered into the prompt ids instead
+    calls = 0  # generation calls so far (each seeds its sampling)
 
     def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)

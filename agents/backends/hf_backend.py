@@ -55,7 +55,7 @@ class HFBackend(LocalChatBackend):
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.generator_seed, self.batch_size = seed, batch_size
-        self._calls = 0
+        self.calls = 0
 
     def __repr__(self) -> str:
         return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
@@ -71,8 +71,8 @@ class HFBackend(LocalChatBackend):
         torch = self.torch
         batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
         greedy = params["temperature"] <= 0
-        self._calls += 1
-        torch.manual_seed(self.generator_seed + self._calls)
+        self.calls += 1
+        torch.manual_seed(self.generator_seed + self.calls)
         with torch.no_grad():
             gen = self.model.generate(
                 **batch,

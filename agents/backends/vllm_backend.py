@@ -125,7 +125,7 @@ class VLLMBackend(LocalChatBackend):
         self.tokenizer = self.llm.get_tokenizer()
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed = seed
-        self._calls = 0  # part of the per-request seeds: saved and restored with trainer checkpoints
+        self.calls = 0  # part of the per-request seeds: saved and restored with trainer checkpoints
         self._sync_root = sync_dir
         self._sync_dir: Path | None = None
         self.stats = {"weight_syncs": 0}
@@ -175,7 +175,7 @@ class VLLMBackend(LocalChatBackend):
         return [step[t].logprob for step, t in zip(steps, continuation)]
 
     def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
-        self._calls += 1
+        self.calls += 1
         # one seed per request: with one seed for all, a GRPO group (the same prompt n times) would
         # get n identical samples
         sampling = [
@@ -184,7 +184,7 @@ class VLLMBackend(LocalChatBackend):
                 top_p=params["top_p"],
                 max_tokens=params["max_tokens"],
                 logprobs=0,
-                seed=(self.seed * 1_000_003 + self._calls * 65_537 + row) % (1 << 63),
+                seed=(self.seed * 1_000_003 + self.calls * 65_537 + row) % (1 << 63),
             )
             for row in range(len(prompts))
         ]
