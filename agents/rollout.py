@@ -4,14 +4,14 @@ every turn, so any turn can be restored and branched (what ProVer's verification
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import defaultdict
 
 from agents.trajectory import Trajectory, Turn
 from prover_gym import snapshot
 
 # cumulative seconds of the batched rollouts (rollout_batch): "generate" (the policy's batched
 # generation) and "env" (reset / restore / snapshot / step through the pool); a profiler reads deltas
-PROFILE: Counter = Counter()
+PROFILE: defaultdict[str, float] = defaultdict(float)  # seconds by stage ("generate", "env")
 
 
 def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None) -> Trajectory:

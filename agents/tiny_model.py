@@ -83,7 +83,7 @@ def build_tiny_model(out_dir: Path, texts: list[str], *, vocab_size: int = 4096,
     torch.manual_seed(seed)
     cfg = Qwen3Config(
         vocab_size=len(tok),
-        bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"),
+        bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"),  # type: ignore[arg-type]  # one token: an int
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         **{**DEFAULT_CONFIG, **config},

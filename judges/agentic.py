@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from agents.backends import BackendError
 from agents.trajectory import Trajectory
@@ -68,7 +69,7 @@ def tools(side: str) -> list[dict]:
     import copy
 
     which, purpose = side_words(side)
-    out = copy.deepcopy(_TOOLS)
+    out: list[dict[str, Any]] = copy.deepcopy(_TOOLS)
     out[2]["function"]["description"] = (
         f"Final answer: turns start..end (inclusive) of {'a ' + which if which else 'an'} attempt that {purpose}."
     )

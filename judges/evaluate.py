@@ -93,7 +93,7 @@ def slip_groups(
     from agents.rollout import rollout
 
     env = gym.make(env_id, **(env_kwargs or {"split": "test"}))
-    ids = env.unwrapped.task_ids()
+    ids = env.unwrapped.task_ids()  # type: ignore[attr-defined]  # a prover-gym TextEnv
     rng = random.Random(seed)
     out = []
     for s in range(min(tasks, len(ids))):

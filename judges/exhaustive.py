@@ -61,13 +61,15 @@ class ExhaustiveJudge:
         if not chosen:
             return None
         values = self.values(group, chosen)
-        best = None
+        best: tuple[float, int, int] | None = None
         for i in chosen:
             row = values[i]
             for k in range(len(group[i].turns)):
                 gain = sum(row[k + 1]) / len(row[k + 1]) - sum(row[k]) / len(row[k])
                 if best is None or gain > best[0]:
                     best = (gain, i, k)
+        if best is None:  # every chosen trajectory is empty
+            return None
         gain, i, k = best
         n = len(group[i].turns)
         evidence = {

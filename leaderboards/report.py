@@ -204,7 +204,7 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
     header += ["average success", "vs GRPO (relative)", "ProVer extra tokens"]
     grpo_cells = [cell.get((e, "grpo")) for e in envs]
     grpo_avg = (
-        (sum(c["success_mean"] for c in grpo_cells) / len(grpo_cells)) if grpo_cells and all(grpo_cells) else None
+        (sum(c["success_mean"] for c in grpo_cells if c) / len(grpo_cells)) if grpo_cells and all(grpo_cells) else None
     )
     body = []
     for m in methods:

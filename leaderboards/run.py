@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 BASELINES = ("random", "expert")
@@ -111,6 +111,9 @@ def _expand(obj, path):
 class _Unset(str):
     """A value that names an unset environment variable; using it raises with the fix."""
 
+    missing: list[str]
+    path: str
+
     def __new__(cls, raw, missing, path):
         s = super().__new__(cls, raw)
         s.missing, s.path = missing, path
@@ -154,7 +157,7 @@ def eval_tasks(env_id: str, env_kwargs: dict, episodes: int, seed: int) -> list[
     import gymnasium as gym
 
     env = gym.make(env_id, **env_kwargs)
-    ids = list(env.unwrapped.task_ids())
+    ids = list(env.unwrapped.task_ids())  # type: ignore[attr-defined]  # a prover-gym TextEnv
     env.close()
     if episodes and episodes < len(ids):
         ids = random.Random(f"eval|{seed}").sample(ids, episodes)
@@ -422,11 +425,11 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
     Returns (row, curve, log line, warning or None); the caller writes the row. Runs in a worker
     process under ``--jobs``."""
     env_name, seed, method, special, base = cell.env, cell.seed, cell.method, cell.special, cell.base
-    out = Path(out)
+    out_dir = Path(out)
     env_cfg = preset["envs"][env_name]
     ev = preset["eval"]
     split = str(env_cfg["eval_kwargs"].get("split", "test"))
-    trained = {"train_seconds": 0.0, "curve": [], "extra": {}}
+    trained: dict[str, Any] = {"train_seconds": 0.0, "curve": [], "extra": {}}
     if special is not None:
         backend_cfg = {k: v for k, v in special[1].items() if k != "name"}
         policy = llm_policy(preset, "", env_cfg, seed, backend_cfg)
@@ -439,16 +442,17 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
 
         policy = ExpertPolicy()
     else:
-        sft_model = base and base["model_dir"]
+        sft_model: str | None = base["model_dir"] if base is not None else None
         if method == "sft" and base is not None:
             trained = base
         if sft_model is None:
-            sft = train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
+            sft = train(preset, env_name, "sft", seed, out_dir, preset.get("model"), judge)
             sft_model = sft["model_dir"]
             if method == "sft":
                 trained = sft
         if method != "sft":
-            trained = train(preset, env_name, method, seed, out, sft_model, judge, base and base["hash"])
+            base_hash = base["hash"] if base is not None else None
+            trained = train(preset, env_name, method, seed, out_dir, sft_model, judge, base_hash)
         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
     res = evaluate(
         env_cfg["env_id"],
@@ -557,7 +561,7 @@ def run(args) -> Path:
                         )
                     ]
                 else:
-                    entries = [(m, None) for m in methods]
+                    entries = [(m, None) for m in methods]  # type: ignore[misc]  # no special policy
                 for method, special in entries:
                     key_hash = config_hash(
                         [
@@ -610,9 +614,9 @@ def run(args) -> Path:
             for c in cells:
                 record(run_cell(preset, c, str(out), judge, commit))
         paths, comps = write_reports(db, name, out, envs=envs)
-        for c in comps:
-            if (c["a"], c["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
-                print(f"{c['a']} vs {c['b']} ({c['env']}, {c['pairs']} paired episodes): {c['verdict']}")
+        for comp in comps:
+            if (comp["a"], comp["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
+                print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['pairs']} paired episodes): {comp['verdict']}")
     finally:
         db.close()
     print(

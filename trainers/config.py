@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -211,7 +212,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return TrainConfig(**data)
 
 
-def _coerce(key: str, kind: str, value):
+def _coerce(key: str, kind: Any, value):
     """YAML 1.1 reads ``2e-4`` (no dot) as a string: numbers given that way are converted, anything
     else of the wrong type is refused with the key's name."""
     if kind == "float | None" and value is not None:

@@ -98,7 +98,8 @@ class Learner:
         cfg, pad = self.cfg, self.tokenizer.pad_token_id
         where = deal_groups(sizes, cfg.updates_per_epoch)
         n_updates = max(where.values()) + 1
-        micro, steps = [], []
+        micro: list[list] = []
+        steps: list[list[int]] = []
         for k in range(n_updates):  # this rank's share of update k (possibly empty)
             part = sorted([s for s in samples if where[group_of[s.trajectory]] == k], key=lambda s: len(s.input_ids))
             chunks = [part[i : i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]

@@ -35,8 +35,8 @@ def kept_token_count(tokenizer, token_ids: list[int], kept_text: str) -> int:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _kept_token_count(tokenizer, token_ids: tuple[int, ...], kept_text: str) -> int:
-    token_ids = list(token_ids)
+def _kept_token_count(tokenizer, token_ids_key: tuple[int, ...], kept_text: str) -> int:
+    token_ids = list(token_ids_key)
     full = tokenizer.decode(token_ids, skip_special_tokens=True)
     if full == kept_text or not full.startswith(kept_text):
         # nothing was cut (the whole reply is the action, its EOS included: the stop is the policy's decision

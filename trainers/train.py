@@ -26,6 +26,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -128,7 +129,7 @@ class Trainer:
         self.optimizer = make_optimizer(cfg, self._trainable())
         self.env = gym.make(cfg.env_id, **cfg.env_kwargs)
         # generation: the learner's own model, or a separate engine (vLLM) fed the weights after each update
-        self.generator = self.backend
+        self.generator: Any = self.backend  # the learner's HF backend, or a separate engine (vllm, hf)
         if cfg.rollout_engine:
             from agents.backends import make_backend
 
@@ -269,7 +270,7 @@ class Trainer:
             self.env, self.policy, self.backend, cfg.sft_episodes, cfg.seed, cfg.sft_demonstrator
         )
         covered = len(set(sft_task_ids(self.env, cfg.sft_episodes, cfg.seed)))
-        train_tasks = len(self.env.unwrapped.task_ids())
+        train_tasks = len(self.env.unwrapped.task_ids())  # type: ignore[attr-defined]  # a prover-gym TextEnv
         # data-parallel: every rank runs the same SFT batches through DDP (replicated, not sharded: a
         # short warm start), so the ranks stay identical
         losses = sft_steps(

@@ -17,6 +17,7 @@ tokens are counted for ``prover/extra_*_ratio``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -78,7 +79,7 @@ class ValueEstimator:
     env: object
     policy: object
     m: int = 4
-    pool: object = None
+    pool: Any = None
     extra_env_steps: int = 0
     extra_tokens: int = 0
     continuations: list = field(default_factory=list, repr=False)
@@ -91,7 +92,8 @@ class ValueEstimator:
         """For each (trajectory, boundary k): the won flags of ``m`` continuations from the state
         before turn k, or ``[trajectory.won]`` for the terminal boundary ``k == len(turns)``."""
         m = self.m if m is None else m
-        starts, owners = [], []
+        starts: list[tuple[Any, list, str, str]] = []
+        owners: list[int] = []
         for p, (traj, k) in enumerate(points):
             if not 0 <= k <= len(traj.turns):
                 raise ValueError(f"boundary {k} is outside 0..{len(traj.turns)}")
@@ -139,11 +141,12 @@ def verify_segment(
     steps0, tokens0 = est.extra_env_steps, est.extra_tokens
     after_k = proposal.end + 1
     reuse_before = proposal.start == 0 and bool(group_outcomes)
+    assert group_outcomes is not None or not reuse_before
     points = [] if reuse_before else [(traj, proposal.start)]
     points.append((traj, after_k))
     values = est.outcomes(points, m)
     return Verification.measured(
-        list(group_outcomes) if reuse_before else values[0],
+        list(group_outcomes or []) if reuse_before else values[0],
         values[-1],
         before_source="group" if reuse_before else "continuations",
         after_source="terminal" if after_k == len(traj.turns) else "continuations",

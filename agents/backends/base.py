@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass
@@ -56,7 +56,7 @@ class LocalChatBackend:
     generation in chunks of ``batch_size``. Subclasses set ``tokenizer``, ``defaults`` and
     ``batch_size`` and implement ``_generate(prompt_ids, params) -> list[Completion]``."""
 
-    tokenizer = None
+    tokenizer: Any = None  # a transformers tokenizer (typed loosely: its API is dynamic)
     defaults: dict = {}
     batch_size: int = 1 << 30
     supports_partial = False  # an assistant prefix is rendered into the prompt ids instead

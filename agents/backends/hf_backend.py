@@ -5,6 +5,7 @@ the trainer needs for the policy-gradient ratio."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from agents.backends.base import BackendError, Completion, LocalChatBackend
 
@@ -44,7 +45,7 @@ class HFBackend(LocalChatBackend):
             base_path = Path(json.loads(adapter.read_text()).get("base_model_name_or_path") or "")
             if not base_path.is_dir():
                 raise BackendError(f"{adapter}: its base model {str(base_path)!r} is not a local directory")
-        self.model = AutoModelForCausalLM.from_pretrained(str(base_path), dtype=getattr(torch, dtype))
+        self.model: Any = AutoModelForCausalLM.from_pretrained(str(base_path), dtype=getattr(torch, dtype))
         if adapter.is_file():
             try:
                 from peft import PeftModel

@@ -112,7 +112,7 @@ class OpenAIBackend:
         for attempt in range(self.max_retries):
             self._count("requests")
             try:
-                resp = self._client.chat.completions.create(model=self.model, messages=messages, **params)
+                resp = self._client.chat.completions.create(model=self.model, messages=messages, **params)  # type: ignore[arg-type]
             except oa.APIStatusError as exc:
                 if exc.status_code < 500 and exc.status_code != 429:
                     self._count("failures")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 INVALID_ACTION = "invalid[unparseable model output]"
@@ -140,7 +141,7 @@ class ReActFormat:
 
 
 FORMATS = {"searchr1": SearchR1Format, "react": ReActFormat}
-DEFAULT_FORMAT = {
+DEFAULT_FORMAT: dict[str, tuple[str, dict[str, Any]]] = {
     "prover/SearchQA-v0": ("searchr1", {}),
     "prover/WebShop-v0": ("react", {"template": "react_webshop.txt"}),
     "prover/ALFWorld-v0": ("react", {"template": "react_alfworld.txt", "history_length": 2}),
