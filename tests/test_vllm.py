@@ -179,29 +179,19 @@ def vllm_server(tiny):
     proc.wait(30)
 
 
+def _eval_only(policy: str, out: Path):
+    """`leaderboards/run.py --eval-only` of ``policy`` (a file or an inline mapping) on the smoke Search-QA tasks."""
+    args = ["--preset", "smoke", "--envs", "searchqa", "--eval-only", "--policy", policy, "--out", str(out)]
+    return subprocess.run(
+        [sys.executable, "leaderboards/run.py", *args], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+
+
 def test_vllm_server_as_the_policy_of_a_leaderboard_eval(tmp_path, vllm_server):
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"kind: openai\nname: tiny-vllm\nmodel: tiny\nbase_url: {vllm_server}\nmax_tokens: 16\n")
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "leaderboards/run.py",
-            "--preset",
-            "smoke",
-            "--envs",
-            "searchqa",
-            "--eval-only",
-            "--policy",
-            str(policy),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    proc = _eval_only(str(policy), out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "failed" not in proc.stderr  # no backend failures were charged as turns
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
@@ -214,25 +204,7 @@ def test_leaderboard_eval_on_the_vllm_backend(tmp_path):
     out = {}
     for kind in ("vllm", "hf"):
         policy = f"{{kind: {kind}, name: base-{kind}, model_path: bases/searchqa, max_tokens: 32, temperature: 0.0}}"
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "leaderboards/run.py",
-                "--preset",
-                "smoke",
-                "--envs",
-                "searchqa",
-                "--eval-only",
-                "--policy",
-                policy,
-                "--out",
-                str(tmp_path / kind),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=ROOT,
-        )
+        proc = _eval_only(policy, tmp_path / kind)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (row,) = list(csv.DictReader((tmp_path / kind / "leaderboard.csv").open()))
         out[kind] = float(row["success_mean"])
