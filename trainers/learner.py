@@ -85,9 +85,7 @@ class Learner:
             if any(s.policy_mask)
         ]
         group_of = [groups[i] if groups is not None else i for i, _, _ in kept]
-        sizes: dict = {}
-        for s in samples:
-            sizes[group_of[s.trajectory]] = sizes.get(group_of[s.trajectory], 0) + 1
+        sizes = group_sizes(samples, group_of)
         if dist.enabled:  # the global groups, in global order (a group lives on one rank)
             merged = {}
             for part in dist.gather(sizes):
@@ -96,12 +94,12 @@ class Learner:
         if not sizes:
             return dict(EMPTY)
         cfg, pad = self.cfg, self.tokenizer.pad_token_id
-        where = deal_groups(sizes, cfg.updates_per_epoch)
-        n_updates = max(where.values()) + 1
+        parts = update_parts(samples, group_of, cfg.updates_per_epoch, sizes)  # this rank's share of each update
+        n_updates = len(parts)
         micro: list[list] = []
         steps: list[list[int]] = []
-        for k in range(n_updates):  # this rank's share of update k (possibly empty)
-            part = sorted([s for s in samples if where[group_of[s.trajectory]] == k], key=lambda s: len(s.input_ids))
+        for part in parts:
+            part = sorted(part, key=lambda s: len(s.input_ids))  # similar lengths per micro-batch: less padding
             chunks = [part[i : i + cfg.minibatch_size] for i in range(0, len(part), cfg.minibatch_size)]
             steps.append(list(range(len(micro), len(micro) + len(chunks))))
             micro += chunks
@@ -216,18 +214,23 @@ def deal_groups(sizes: dict, n: int) -> dict:
     return where
 
 
-def update_parts(samples: list, group_of: list, n: int) -> list[list]:
-    """The samples cut into at most ``n`` updates of whole groups (``group_of[s.trajectory]``), groups
-    dealt in order to the update with the fewest samples so far; the samples keep their order."""
+def group_sizes(samples: list, group_of: list) -> dict:
+    """group -> its number of samples, groups in order of first appearance."""
     sizes: dict = {}
     for s in samples:
         g = group_of[s.trajectory]
         sizes[g] = sizes.get(g, 0) + 1
-    where = deal_groups(sizes, n)
-    parts = [
-        [s for s in samples if where[group_of[s.trajectory]] == k] for k in range(max(where.values(), default=-1) + 1)
-    ]
-    return [p for p in parts if p]
+    return sizes
+
+
+def update_parts(samples: list, group_of: list, n: int, sizes: dict | None = None) -> list[list]:
+    """The samples cut into at most ``n`` updates of whole groups (``group_of[s.trajectory]``), groups
+    dealt in order to the update with the fewest samples so far; the samples keep their order.
+    ``sizes``: the groups to deal (default: these samples'); data-parallel, every rank's groups, so a
+    rank gets its share of each global update, empty where none of its groups landed."""
+    where = deal_groups(group_sizes(samples, group_of) if sizes is None else sizes, n)
+    n_parts = max(where.values(), default=-1) + 1
+    return [[s for s in samples if where[group_of[s.trajectory]] == k] for k in range(n_parts)]
 
 
 def traj_weights(parts: list[list], n_trajectories: int | None = None) -> list[torch.Tensor]:

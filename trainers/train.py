@@ -510,11 +510,10 @@ def _task_group(t) -> str | None:
 
 
 def success_by_group(outcomes) -> dict:
-    """``success/<task type or data source>`` over the iteration's episodes: ``outcomes`` are
-    trajectories or (reward, won, group) triples."""
+    """``success/<task type or data source>`` over the iteration's episodes, given as
+    (reward, won, group) triples (``_task_group``; ranks gather these, not trajectories)."""
     totals: dict[str, list[int]] = {}
-    for o in outcomes:
-        won, group = (o[1], o[2]) if isinstance(o, tuple) else (o.won, _task_group(o))
+    for _, won, group in outcomes:
         if group:
             totals.setdefault(f"success/{group}", []).append(int(won))
     return {k: sum(v) / len(v) for k, v in sorted(totals.items())}
