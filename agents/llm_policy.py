@@ -44,12 +44,14 @@ class LLMPolicy:
         pairs = [(t.observation, t.action) for t in history]
         return self.format.messages(info.get("task", ""), pairs, observation, info.get("admissible_actions")), ""
 
-    def _outputs(self, requests) -> list[PolicyOutput]:
+    def _outputs(self, requests, keys: list | None = None) -> list[PolicyOutput]:
         messages = [m for m, _ in requests]
         prefixes = [p for _, p in requests]
         kwargs = dict(self.generation)
         if any(prefixes):
             kwargs["prefixes"] = prefixes
+        if keys is not None and any(k is not None for k in keys):
+            kwargs["keys"] = keys
         if getattr(self.backend, "supports_partial", False):
             kwargs["errors"] = "return"  # one failed request costs one turn, not the batch
         self.stats["requests"] += len(messages)
@@ -87,9 +89,22 @@ class LLMPolicy:
             )
         return outs
 
-    def act(self, env, observation: str, info: dict, history: list[Turn] | None = None) -> PolicyOutput:
-        return self._outputs([self.request(observation, info, history or [])])[0]
+    def act(
+        self, env, observation: str, info: dict, history: list[Turn] | None = None, *, key: tuple | None = None
+    ) -> PolicyOutput:
+        """One turn. ``key``: the episode's sampling key (``turn_key`` adds the turn)."""
+        history = history or []
+        return self._outputs([self.request(observation, info, history)], [turn_key(key, history)])[0]
 
-    def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
+    def act_batch(self, pool, indices, observations, infos, histories=None, *, keys=None) -> list[PolicyOutput]:
+        """One turn of each episode. ``keys``: per episode, its sampling key or None."""
         histories = histories or [[] for _ in indices]
-        return self._outputs([self.request(o, i, h) for o, i, h in zip(observations, infos, histories)])
+        turn_keys = [turn_key(k, h) for k, h in zip(keys or [None] * len(histories), histories)]
+        return self._outputs([self.request(o, i, h) for o, i, h in zip(observations, infos, histories)], turn_keys)
+
+
+def turn_key(episode_key: tuple | None, history: list) -> tuple | None:
+    """The sampling key of a turn: its episode's key plus the turn's index in the episode (the
+    history shown to the policy, a continuation's included), so turn t of an episode draws the same
+    tokens whoever asks and whatever else is in the batch (agents.backends.sampling)."""
+    return None if episode_key is None else (*episode_key, len(history))

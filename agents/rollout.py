@@ -14,18 +14,22 @@ from prover_gym import snapshot
 PROFILE: defaultdict[str, float] = defaultdict(float)  # seconds by stage ("generate", "env")
 
 
-def rollout(env, policy, *, seed: int | None = None, task_id: str | None = None) -> Trajectory:
-    """One episode of ``policy`` (anything with ``act(env, observation, info, history)``) in ``env``."""
+def rollout(
+    env, policy, *, seed: int | None = None, task_id: str | None = None, key: tuple | None = None
+) -> Trajectory:
+    """One episode of ``policy`` (anything with ``act(env, observation, info, history)``) in ``env``.
+    ``key``: the episode's sampling key (agents.backends.sampling), passed to a policy that takes one."""
     obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id is not None else None)
-    traj = Trajectory(env.unwrapped.env_id, info["task_id"], info["task"])
+    traj = Trajectory(env.unwrapped.env_id, info["task_id"], info["task"], key=key)
     return _play(env, policy, obs, info, traj, [])
 
 
 def _play(env, policy, obs: str, info: dict, traj: Trajectory, past: list[Turn]) -> Trajectory:
     """Step ``policy`` until the episode ends, appending turns (with the snapshot before each)."""
+    keyed = {"key": traj.key} if traj.key is not None else {}
     while True:
         snap = snapshot(env)
-        out = policy.act(env, obs, info, past + traj.turns)
+        out = policy.act(env, obs, info, past + traj.turns, **keyed)
         next_obs, reward, terminated, truncated, next_info = env.step(out.action)
         traj.turns.append(
             Turn(
@@ -49,29 +53,39 @@ def _play(env, policy, obs: str, info: dict, traj: Trajectory, past: list[Turn])
 
 
 def rollout_from(
-    env, snap, policy, history: list[Turn] | None = None, *, task_id: str = "", task: str = ""
+    env,
+    snap,
+    policy,
+    history: list[Turn] | None = None,
+    *,
+    task_id: str = "",
+    task: str = "",
+    key: tuple | None = None,
 ) -> Trajectory:
     """Continue from ``snap`` (restored into ``env``) until the episode ends. ``history`` (the turns
-    that led there) is shown to the policy but not included in the returned trajectory."""
+    that led there) is shown to the policy but not included in the returned trajectory. ``key``: the
+    continuation's sampling key (its turns are numbered on from the history)."""
     from prover_gym import restore
 
     restore(env, snap)
     obs, info, terminated, truncated = env.unwrapped.current_state()
-    traj = Trajectory(env.unwrapped.env_id, task_id or info["task_id"], task or info["task"])
+    traj = Trajectory(env.unwrapped.env_id, task_id or info["task_id"], task or info["task"], key=key)
     if terminated or truncated:
         traj.won, traj.terminated, traj.truncated = bool(info.get("won")), terminated, truncated
         return traj
     return _play(env, policy, obs, info, traj, list(history or []))
 
 
-def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indices=None) -> list[Trajectory]:
+def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indices=None, keys=None) -> list[Trajectory]:
     """One episode in each env of ``pool`` (an ``EnvPool``; or the envs ``indices`` of it), stepped
     in lock-step so a model policy generates for all of them in one batch; ``policy`` needs
     ``act_batch(pool, indices, observations, infos, histories)``.
 
     ``starts``: continue from states instead of resetting, one ``(snapshot, history, task_id, task)``
     per env (what ``rollout_from`` does for one env): ``history`` is shown to the policy but not
-    included in the returned trajectory.
+    included in the returned trajectory. ``keys``: one sampling key per episode (or None), passed to
+    the policy's ``act_batch`` (agents.backends.sampling): an episode's tokens then do not depend on
+    which other episodes share its batches.
     """
     idx = list(range(len(pool))) if indices is None else list(indices)
     n = len(idx)
@@ -99,17 +113,24 @@ def rollout_batch(pool, policy, seeds=None, task_ids=None, *, starts=None, indic
                 trajs[k].won, trajs[k].terminated, trajs[k].truncated = bool(infos[k].get("won")), term, trunc
             else:
                 active.append(k)
+    if keys is not None:
+        if len(keys) != n:
+            raise ValueError(f"rollout_batch: {len(keys)} sampling keys for {n} envs")
+        for traj, key in zip(trajs, keys):
+            traj.key = key
     while active:
         envs = [idx[k] for k in active]
         snaps = pool.snapshot(envs)
         t_gen = time.perf_counter()
         PROFILE["env"] += t_gen - t_env
+        keyed = {"keys": [keys[k] for k in active]} if keys is not None else {}
         outs = policy.act_batch(
             pool,
             envs,
             [obs[k] for k in active],
             [infos[k] for k in active],
             [pasts[k] + trajs[k].turns for k in active],
+            **keyed,
         )
         t_env = time.perf_counter()
         PROFILE["generate"] += t_env - t_gen

@@ -33,6 +33,9 @@ class Trajectory:
     won: bool = False
     terminated: bool = False
     truncated: bool = False
+    # the sampling key its turns were drawn with (agents.backends.sampling), or None: a continuation
+    # from turn k of this trajectory is keyed from it, so branching is reproducible too
+    key: tuple | None = field(default=None, compare=False)
 
     @property
     def total_reward(self) -> float:

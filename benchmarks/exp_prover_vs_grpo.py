@@ -9,11 +9,18 @@ take and the carry).
    every train task, so SFT covers what RL trains on; `python -m trainers.bases build <name>`).
 2. Every method x seed starts RL from it with the same budget; runs with the same seed see the same
    tasks in the same order (task sampling is the only use of the trainer's RNG).
-3. Greedy evaluation on held-out tasks (``--eval-tasks``, default the whole eval split), per task,
-   so methods are compared *paired* (same seed, same task) with bootstrap 95% intervals
-   (leaderboards/stats.py); a difference is claimed only when its interval excludes 0.
+3. Common random numbers: runs with the same seed see the same tasks and draw the same sampling
+   keys (agents.backends.sampling), so two methods' rollouts are identical until their updates
+   differ; ``prover beta=0`` is GRPO bit for bit (tests/test_crn.py).
+4. Greedy evaluation on held-out tasks (``--eval-tasks``, default the whole eval split). Methods
+   are compared *paired by training seed*: per seed the success difference on the same tasks, a
+   paired-t 95% interval over seeds (leaderboards/stats.py); a difference is claimed only when it
+   excludes 0. The eval-task bootstrap is printed beside it as eval noise only. With the per-seed
+   SD the summary states the difference detectable at 80% power with these seeds.
+5. ``grpo_matched``: GRPO given, as extra tasks, the generation prover spent in the same seed
+   (its measured (continuation + judge) tokens per rollout token); it runs after prover.
 Also: training success curves, the share of verified segments with A_seg > 0, credited segments,
-and the extra generation of verification. Writes ``summary.json``; finished runs are reused.
+and the cost in tokens by who spent them. Writes ``summary.json``; finished runs are reused.
 """
 
 from __future__ import annotations
@@ -28,7 +35,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from leaderboards.stats import bootstrap_ci, paired_difference_ci, verdict  # noqa: E402
+from leaderboards.stats import (  # noqa: E402
+    bootstrap_ci,
+    detectable_difference,
+    paired_difference_ci,
+    seed_paired_difference,
+    seed_verdict,
+    verdict,
+)
 from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import load_config  # noqa: E402
 from trainers.train import Trainer  # noqa: E402
@@ -36,12 +50,25 @@ from trainers.train import Trainer  # noqa: E402
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
 METHODS = {
     "grpo": ["method=grpo"],
+    "grpo_matched": ["method=grpo_matched"],  # + match_ratio from the same seed's prover run
     "gigpo": ["method=gigpo"],
     "prover": ["method=prover"],
     "prover_random": ["method=prover_random"],
     "prover_unverified": ["method=prover_unverified"],
     "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"],
 }
+
+
+COST = (
+    "cost/rollout_tokens",
+    "cost/rollout_prompt_tokens",
+    "cost/credit_tokens",
+    "cost/credit_prompt_tokens",
+    "cost/judge_tokens",
+    "cost/judge_prompt_tokens",
+    "cost/generated_tokens",
+    "cost/total_tokens",
+)
 
 
 def setting(name: str) -> tuple[list[str], dict]:
@@ -89,7 +116,13 @@ def _threads(n: int) -> None:
 def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int, eval_kwargs: dict) -> str:
     """Train one method x seed from the shared base and evaluate it; writes <out>/<label>-s<seed>/result.json."""
     run_dir = Path(out) / f"{label}-s{seed}"
-    cfg = load_config(None, common + METHODS[label] + [f"seed={seed}", f"out_dir={run_dir}"])
+    extra = []
+    if label == "grpo_matched":
+        prover = Path(out) / f"prover-s{seed}" / "result.json"
+        if not prover.is_file():
+            raise SystemExit(f"grpo_matched seed {seed} is matched to prover's spending: run prover first ({prover})")
+        extra = [f"match_ratio={json.loads(prover.read_text())['match_ratio']}"]
+    cfg = load_config(None, common + METHODS[label] + extra + [f"seed={seed}", f"out_dir={run_dir}"])
     t0 = time.time()
     trainer = Trainer(cfg, resume=True)
     trainer.run()
@@ -109,8 +142,12 @@ def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int,
         "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
         "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
         "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
+        **{k: sum(r.get(k, 0) for r in rows) for k in COST},
         "seconds": round(time.time() - t0, 1),
     }
+    result["match_ratio"] = (result["cost/credit_tokens"] + result["cost/judge_tokens"]) / max(
+        1, result["cost/rollout_tokens"]
+    )
     trainer.close()
     atomic_write(run_dir / "result.json", json.dumps(result))
     return f"{label}-s{seed}"
@@ -121,7 +158,7 @@ def main() -> None:
     ap.add_argument(
         "--methods",
         nargs="+",
-        default=["grpo", "gigpo", "prover", "prover_random", "prover_unverified"],
+        default=["grpo", "prover", "grpo_matched", "gigpo", "prover_random", "prover_unverified"],
         choices=sorted(METHODS),
     )
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -173,21 +210,24 @@ def main() -> None:
         for seed in args.seeds
         if not (out / f"{label}-s{seed}" / "result.json").is_file()
     ]
-    if args.jobs > 1 and len(todo) > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+    # grpo_matched reads its seed's prover spending: a second wave
+    later = [t for t in todo if t[0] == "grpo_matched"]
+    todo = [t for t in todo if t[0] != "grpo_matched"]
+    for wave in (todo, later):
+        if args.jobs > 1 and len(wave) > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
 
-        threads = max(1, (os.cpu_count() or 1) // args.jobs)
-        with ProcessPoolExecutor(
-            max_workers=args.jobs, mp_context=mp.get_context("spawn"), initializer=_threads, initargs=(threads,)
-        ) as ex:
-            for done in ex.map(
-                run_one, *zip(*[(label, seed, common, str(out), args.eval_tasks, eval_kwargs) for label, seed in todo])
-            ):
-                print("finished", done, flush=True)
-    else:
-        for label, seed in todo:
-            run_one(label, seed, common, str(out), args.eval_tasks, eval_kwargs)
+            threads = max(1, (os.cpu_count() or 1) // args.jobs)
+            with ProcessPoolExecutor(
+                max_workers=args.jobs, mp_context=mp.get_context("spawn"), initializer=_threads, initargs=(threads,)
+            ) as ex:
+                jobs = [(label, seed, common, str(out), args.eval_tasks, eval_kwargs) for label, seed in wave]
+                for done in ex.map(run_one, *zip(*jobs)):
+                    print("finished", done, flush=True)
+        else:
+            for label, seed in wave:
+                run_one(label, seed, common, str(out), args.eval_tasks, eval_kwargs)
     outcomes: dict[str, dict[int, dict[str, int]]] = {}
     for label in args.methods:
         runs = []
@@ -222,16 +262,32 @@ def main() -> None:
             "positive": sum(r["positive"] for r in runs),
             "extra_tokens_ratio": statistics.mean(r["extra_tokens_ratio"] for r in runs),
             "extra_env_steps_ratio": statistics.mean(r["extra_env_steps_ratio"] for r in runs),
+            **{k: statistics.mean(r.get(k, 0) for r in runs) for k in COST},
             "seconds_per_run": statistics.mean(r["seconds"] for r in runs),
         }
-    if "grpo" in outcomes:
-        ref = outcomes["grpo"]
-        for label in outcomes:
-            if label == "grpo":
-                continue
-            a = [outcomes[label][s][t] for s in ref if s in outcomes[label] for t in ref[s]]
-            b = [ref[s][t] for s in ref if s in outcomes[label] for t in ref[s]]
-            summary[label]["vs_grpo"] = verdict(paired_difference_ci(a, b))
+    for a, b in (("prover", "grpo"), ("prover", "grpo_matched"), ("grpo_matched", "grpo"), ("gigpo", "grpo")) + tuple(
+        (m, "grpo") for m in ("prover_random", "prover_unverified", "prover_exhaustive")
+    ):
+        if a not in outcomes or b not in outcomes:
+            continue
+        seeds = sorted(set(outcomes[a]) & set(outcomes[b]))
+        rate = {m: {s: statistics.mean(outcomes[m][s][t] for t in outcomes[b][s]) for s in seeds} for m in (a, b)}
+        diff = seed_paired_difference(rate[a], rate[b])
+        xa = [outcomes[a][s][t] for s in seeds for t in outcomes[b][s]]
+        xb = [outcomes[b][s][t] for s in seeds for t in outcomes[b][s]]
+        summary[f"{a} - {b}"] = {
+            **diff,
+            "verdict": seed_verdict(diff),
+            "eval_noise_only": verdict(paired_difference_ci(xa, xb)),
+            "detectable_80pct": detectable_difference(diff["sd"], len(seeds)) if diff["sd"] is not None else None,
+        }
+        if a in summary and b == "grpo":
+            summary[a]["vs_grpo"] = seed_verdict(diff)
+        print(
+            f"{a} - {b}: {summary[f'{a} - {b}']['verdict']}; per seed {[round(100 * x, 1) for x in diff['per_seed']]}; "
+            f"eval noise only: {summary[f'{a} - {b}']['eval_noise_only']}",
+            flush=True,
+        )
     for label in args.methods:
         s = summary[label]
         print(

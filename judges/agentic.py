@@ -85,7 +85,15 @@ class AgenticJudge:
         self.backend, self.max_calls, self.max_chars = backend, max_calls, max_chars
         self.side = check_side(side)
         self.tools = tools(self.side)
-        self.stats = {"calls": 0, "tool_calls": 0, "invalid_proposals": 0, "backend_errors": 0, "proposals": 0}
+        self.stats = {
+            "calls": 0,
+            "tool_calls": 0,
+            "invalid_proposals": 0,
+            "backend_errors": 0,
+            "proposals": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
 
     def outline(self, group: list[Trajectory]) -> str:
         lines = [f"Task: {group[0].task}", "Attempts (turn: action):"]
@@ -154,6 +162,8 @@ class AgenticJudge:
             except BackendError:
                 self.stats["backend_errors"] += 1
                 return None
+            self.stats["prompt_tokens"] += reply.prompt_tokens or 0  # the judge's cost (cost/judge_* metrics)
+            self.stats["completion_tokens"] += reply.completion_tokens or 0
             calls = self._calls(reply)
             if not calls:
                 messages += [

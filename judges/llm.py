@@ -33,7 +33,14 @@ class LLMJudge:
         self.side = check_side(side)
         self.template = (PROMPTS / template).read_text(encoding="utf-8")
         self.max_turn_chars, self.retries = max_turn_chars, retries
-        self.stats = {"calls": 0, "malformed": 0, "backend_errors": 0, "proposals": 0}
+        self.stats = {
+            "calls": 0,
+            "malformed": 0,
+            "backend_errors": 0,
+            "proposals": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
 
     def render(self, group: list[Trajectory]) -> str:
         blocks = []
@@ -82,6 +89,8 @@ class LLMJudge:
             except BackendError:
                 self.stats["backend_errors"] += 1
                 return None
+            self.stats["prompt_tokens"] += reply.prompt_tokens or 0  # the judge's cost (cost/judge_* metrics)
+            self.stats["completion_tokens"] += reply.completion_tokens or 0
             proposal, error = self.parse(reply.text, group)
             if proposal is not None:
                 self.stats["proposals"] += 1

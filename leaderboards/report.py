@@ -12,10 +12,21 @@ import math
 import time
 from pathlib import Path
 
-from leaderboards.stats import paired_difference_ci, standard_error, verdict
+from leaderboards.stats import paired_difference_ci, seed_paired_difference, seed_verdict, standard_error
 from prover_gym.cache import atomic_write
 
-METHOD_ORDER = ("random", "expert", "sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
+METHOD_ORDER = (
+    "random",
+    "expert",
+    "sft",
+    "grpo",
+    "dr_grpo",
+    "gigpo",
+    "grpo_matched",
+    "prover",
+    "prover_random",
+    "prover_unverified",
+)
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
 # (a, b): the paired differences a - b the report states with an interval and a verdict, when both ran
 COMPARISONS = (
@@ -23,6 +34,8 @@ COMPARISONS = (
     ("grpo", "sft"),
     ("prover", "sft"),
     ("prover", "grpo"),
+    ("prover", "grpo_matched"),
+    ("grpo_matched", "grpo"),
     ("gigpo", "grpo"),
     ("prover", "gigpo"),
     ("prover_random", "grpo"),
@@ -42,57 +55,103 @@ def success_se(rs: list[dict]) -> float:
     return max(binomial, sd / math.sqrt(len(rs)))
 
 
-def _paired(rows: list[dict], env: str | None, a: str, b: str) -> tuple[list[float], list[float]]:
-    """Outcomes of methods a and b on the same (env, seed, task), in a fixed order."""
+def _outcomes(rows: list[dict], env: str, method: str) -> dict[int, dict[str, float]]:
+    """seed -> {eval task: 0/1} of one method in one env."""
+    out: dict[int, dict[str, float]] = {}
+    for r in rows:
+        if r["method"] == method and r["env"] == env:
+            out[r["seed"]] = {t: float(v) for t, v in (r["extra"].get("outcomes") or {}).items()}
+    return out
 
-    def table(method):
-        out = {}
-        for r in rows:
-            if r["method"] == method and (env is None or r["env"] == env):
-                for task, v in (r["extra"].get("outcomes") or {}).items():
-                    out[(r["env"], r["seed"], task)] = float(v)
-        return out
 
-    ta, tb = table(a), table(b)
-    keys = sorted(set(ta) & set(tb))
-    return [ta[k] for k in keys], [tb[k] for k in keys]
+def _per_seed(rows: list[dict], env: str, a: str, b: str) -> tuple[dict, dict, list[float], list[float]]:
+    """(seed -> success of a, seed -> success of b, a's and b's paired episode outcomes), each seed's
+    success over the eval tasks both methods played in it (the same tasks: paired)."""
+    oa, ob = _outcomes(rows, env, a), _outcomes(rows, env, b)
+    sa, sb, xa, xb = {}, {}, [], []
+    for seed in sorted(set(oa) & set(ob)):
+        tasks = sorted(set(oa[seed]) & set(ob[seed]))
+        if not tasks:
+            continue
+        sa[seed] = sum(oa[seed][t] for t in tasks) / len(tasks)
+        sb[seed] = sum(ob[seed][t] for t in tasks) / len(tasks)
+        xa += [oa[seed][t] for t in tasks]
+        xb += [ob[seed][t] for t in tasks]
+    return sa, sb, xa, xb
 
 
 def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
-    """Each COMPARISONS pair per env and over all envs (pairs pooled): the paired bootstrap 95% interval
-    of the success difference, and a verdict that says 'within noise' when it includes 0."""
+    """Each COMPARISONS pair per env and over all envs: the difference a - b paired by training seed,
+    with a paired-t 95% interval over the seeds (None with one seed: no claim) and a verdict from
+    it; beside it, labelled as such, the eval-task bootstrap interval, which is one checkpoint
+    pair's eval noise only. Over all envs, a seed's difference is the mean of its envs' differences
+    (seeds that ran in every env)."""
     out = []
     for a, b in COMPARISONS:
-        for env in [*envs, None]:
-            xa, xb = _paired(rows, env, a, b)
-            if not xa or (env is None and len({e for e in envs if _paired(rows, e, a, b)[0]}) < 2):
-                continue
-            diff = paired_difference_ci(xa, xb)
+        by_env = {}
+        for env in envs:
+            sa, sb, xa, xb = _per_seed(rows, env, a, b)
+            if sa:
+                by_env[env] = (sa, sb, xa, xb)
+        units: list[tuple[str | None, tuple]] = list(by_env.items())
+        if len(by_env) >= 2:
+            common = sorted(set.intersection(*(set(v[0]) for v in by_env.values())))
+            if common:
+                mean = {s: sum(v[0][s] for v in by_env.values()) / len(by_env) for s in common}
+                base = {s: sum(v[1][s] for v in by_env.values()) / len(by_env) for s in common}
+                units.append(
+                    (
+                        None,
+                        (
+                            mean,
+                            base,
+                            [x for v in by_env.values() for x in v[2]],
+                            [x for v in by_env.values() for x in v[3]],
+                        ),
+                    )
+                )
+        for where, (sa, sb, xa, xb) in units:
+            seed_diff = seed_paired_difference(sa, sb)
+            eval_diff = paired_difference_ci(xa, xb)
             out.append(
                 {
-                    "env": env or "all envs",
+                    "env": where or "all envs",
                     "a": a,
                     "b": b,
+                    "seeds": len(seed_diff["seeds"]),
                     "pairs": len(xa),
-                    "diff": diff[0],
-                    "low": diff[1],
-                    "high": diff[2],
-                    "verdict": verdict(diff),
+                    "per_seed": seed_diff["per_seed"],
+                    "diff": seed_diff["diff"],
+                    "sd": seed_diff["sd"],
+                    "low": seed_diff["low"],
+                    "high": seed_diff["high"],
+                    "eval_low": eval_diff[1],
+                    "eval_high": eval_diff[2],
+                    "verdict": seed_verdict(seed_diff),
                 }
             )
     return out
 
 
 def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
-    header = ["comparison", "env", "paired episodes", "difference (points)", "95% CI", "verdict"]
+    header = [
+        "comparison",
+        "env",
+        "paired seeds",
+        "difference (points)",
+        "95% CI over seeds",
+        "verdict",
+        "eval noise only: 95% CI over tasks",
+    ]
     body = [
         [
             f"{c['a']} - {c['b']}",
             c["env"],
-            str(c["pairs"]),
+            str(c["seeds"]),
             f"{100 * c['diff']:+.1f}",
-            f"{100 * c['low']:+.1f} to {100 * c['high']:+.1f}",
+            f"{100 * c['low']:+.1f} to {100 * c['high']:+.1f}" if c["low"] is not None else "none (1 seed)",
             c["verdict"].split(":")[0],
+            f"{100 * c['eval_low']:+.1f} to {100 * c['eval_high']:+.1f} ({c['pairs']} episodes)",
         ]
         for c in comps
     ]
@@ -417,10 +476,13 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
     ]
     if comps:
         md += [
-            "## Differences, paired by eval task and seed",
+            "## Differences between methods, paired by training seed",
             "",
-            "Bootstrap 95% intervals of the success difference over the same (task, seed) pairs; a difference is "
-            "claimed only when its interval excludes 0.",
+            "The unit is the training seed: each seed's difference is over the same eval tasks, both runs under "
+            "common random numbers (same tasks, same sampling keys); the 95% interval is a paired t over seeds, "
+            "and a difference is claimed only when it excludes 0. One seed gives no between-method interval "
+            "(verdict 'no claim'). The last column is the eval-task bootstrap: the eval noise of one pair of "
+            "checkpoints only, which says nothing about another training run.",
             "",
             _md(*_comparison_table(comps)),
             "",
@@ -516,7 +578,8 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
     ]
     if comps:
         parts += [
-            "<h2>Differences, paired by eval task and seed (bootstrap 95% CI)</h2>",
+            "<h2>Differences between methods, paired by training seed (paired-t 95% CI over seeds; "
+            "the last column is eval noise only)</h2>",
             _html_table(*_comparison_table(comps)),
         ]
     for env, h, b in groups:

@@ -8,10 +8,12 @@
 
 For each env and seed: the `random` and `expert` baselines; one SFT warm start on expert
 trajectories (`sft`); then `grpo`, `prover` (and the ablations `prover_random`,
-`prover_unverified`) trained from that same checkpoint with the same budget; each evaluated on the
-same eval tasks. Finished rows live in `<out>/results.sqlite` and trained checkpoints under
-`<out>/runs/`, keyed by a hash of their config, so a re-run (or a run after a crash) only does what
-is missing. Tables and plots: `<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`.
+`prover_unverified`, and `grpo_matched`: GRPO given the tokens prover spent) trained from that same
+checkpoint with the same budget, under common random numbers (the same tasks and sampling keys);
+each evaluated on the same eval tasks. Methods are compared paired by training seed. Finished rows
+live in `<out>/results.sqlite` and trained checkpoints under `<out>/runs/`, keyed by a hash of their
+config, so a re-run (or a run after a crash) only does what is missing. Tables and plots:
+`<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from typing import Any, NamedTuple
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 BASELINES = ("random", "expert")
-TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
+TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_random", "prover_unverified")
+# grpo_matched is GRPO given the extra generation that `prover` spent in the same (env, seed): it runs
+# after that prover cell and reads its measured ratio (or takes train.match_ratio when prover is not run)
+MATCHED, MATCHED_TO = "grpo_matched", "prover"
 PRESET_KEYS = {
     "name",
     "model",
@@ -258,7 +263,14 @@ def shipped_base(env_name: str, env_cfg: dict) -> dict | None:
 
 
 def _train_config(
-    preset: dict, env_cfg: dict, method: str, seed: int, out_dir: Path, model_path: str | None, judge: dict
+    preset: dict,
+    env_cfg: dict,
+    method: str,
+    seed: int,
+    out_dir: Path,
+    model_path: str | None,
+    judge: dict,
+    match_ratio: float | None = None,
 ):
     from trainers.config import TrainConfig
 
@@ -272,6 +284,8 @@ def _train_config(
         }
     else:
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
+        if match_ratio is not None:
+            data["match_ratio"] = round(float(match_ratio), 6)
         if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
             data["probe_kwargs"] = env_cfg["eval_kwargs"]
     data.update(
@@ -298,6 +312,7 @@ def train(
     model_path: str | None,
     judge: dict,
     model_hash: str | None = None,
+    match_ratio: float | None = None,
 ) -> dict:
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
     from prover_gym.cache import atomic_write
@@ -305,7 +320,7 @@ def train(
 
     env_cfg = preset["envs"][env_name]
     run_dir = out / "runs" / preset["name"] / env_name / method / f"seed{seed}"
-    cfg = _train_config(preset, env_cfg, method, seed, run_dir, model_path, judge)
+    cfg = _train_config(preset, env_cfg, method, seed, run_dir, model_path, judge, match_ratio)
     digest = config_hash([cfg.to_dict(), model_hash])  # model_hash: the start model's content, when shipped
     meta_path = run_dir / "leaderboard_meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
@@ -332,7 +347,7 @@ def train(
     metrics = run_dir / "metrics.jsonl"
     if metrics.is_file():
         curve = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    extra = {"model": str(run_dir / "checkpoint" / "model"), "train_hash": digest}
+    extra: dict[str, Any] = {"model": str(run_dir / "checkpoint" / "model"), "train_hash": digest}
     if curve:
         for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
             extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)
@@ -344,6 +359,12 @@ def train(
         ):
             extra[k] = sum(r.get(k, 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
+        # the run's cost in tokens, by who spent them (prompts re-encoded each turn counted apart)
+        for k in COST_KEYS:
+            extra[k] = sum(r.get(k, 0) for r in curve)
+        rollout = int(extra["cost/rollout_tokens"])
+        # what grpo_matched is given: the generation credit (continuations + judge) added per rollout token
+        extra["match_ratio"] = (int(extra["cost/credit_tokens"]) + int(extra["cost/judge_tokens"])) / max(1, rollout)
     return {
         "model_dir": str(run_dir / "checkpoint" / "model"),
         "curve": curve,
@@ -406,8 +427,21 @@ def _worker_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+COST_KEYS = (
+    "cost/rollout_tokens",
+    "cost/rollout_prompt_tokens",
+    "cost/credit_tokens",
+    "cost/credit_prompt_tokens",
+    "cost/judge_tokens",
+    "cost/judge_prompt_tokens",
+    "cost/generated_tokens",
+    "cost/total_tokens",
+)
+
+
 class Cell(NamedTuple):
-    """One (env, seed, method) of a run still to do: its row key, eval tasks and start base."""
+    """One (env, seed, method) of a run still to do: its row key, eval tasks and start base; for
+    grpo_matched, ``match``: the key of the prover row whose measured ratio it takes, or a ratio."""
 
     cost: int  # relative, to start the longest first
     env: str
@@ -418,6 +452,7 @@ class Cell(NamedTuple):
     key_hash: str
     tasks: list
     base: dict | None
+    match: str | float | None = None
 
 
 def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None):
@@ -452,7 +487,8 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
                 trained = sft
         if method != "sft":
             base_hash = base["hash"] if base is not None else None
-            trained = train(preset, env_name, method, seed, out_dir, sft_model, judge, base_hash)
+            ratio = cell.match if isinstance(cell.match, float) else None
+            trained = train(preset, env_name, method, seed, out_dir, sft_model, judge, base_hash, ratio)
         policy = llm_policy(preset, trained["model_dir"], env_cfg, seed)
     res = evaluate(
         env_cfg["env_id"],
@@ -504,6 +540,11 @@ def plan_methods(preset: dict, args) -> list[str]:
     for m in methods:
         if m not in BASELINES + TRAINED:
             raise PresetError(f"unknown method {m!r}; use some of {list(BASELINES + TRAINED)}")
+    if MATCHED in methods and MATCHED_TO not in methods and not preset["train"].get("match_ratio"):
+        raise PresetError(
+            f"{MATCHED} is GRPO given the tokens {MATCHED_TO} spends: run {MATCHED_TO} too (its measured ratio "
+            "is used), or set train.match_ratio (e.g. 0.15)"
+        )
     return methods
 
 
@@ -562,7 +603,14 @@ def run(args) -> Path:
                     ]
                 else:
                     entries = [(m, None) for m in methods]  # type: ignore[misc]  # no special policy
+                keys: dict[str, tuple[str, str]] = {}
+                entries.sort(key=lambda e: e[0] == MATCHED)  # after the prover cell it is matched to
                 for method, special in entries:
+                    matched: str | float | None = (
+                        keys[MATCHED_TO][0] if method == MATCHED and MATCHED_TO in keys else None
+                    )
+                    if method == MATCHED and matched is None:  # prover not run: the preset's fixed ratio
+                        matched = float(preset["train"]["match_ratio"])
                     key_hash = config_hash(
                         [
                             eval_hash,
@@ -572,14 +620,16 @@ def run(args) -> Path:
                             [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
                             judge if method.startswith("prover") else None,
                             special,
+                            *([matched] if matched is not None else []),
                         ]
                     )
                     key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
+                    keys[method] = (key, key_hash)
                     if db.get(key) is not None:
                         reused += 1
                         continue
                     cost = CELL_COST.get(env_name, 2) * (4 if method in TRAINED and method != "sft" else 1)
-                    cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base))
+                    cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base, matched))
         if jobs > 1 and not args.eval_only:
             # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
             for env_name in dict.fromkeys(c.env for c in cells if c.base is None and c.method in TRAINED):
@@ -595,28 +645,38 @@ def run(args) -> Path:
             done += 1
             print(f"[{time.time() - t_start:6.0f}s] {line}", flush=True)
 
-        if jobs > 1 and len(cells) > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+        def execute(todo: list[Cell]) -> None:
+            if jobs > 1 and len(todo) > 1:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            threads = max(1, (os.cpu_count() or 1) // jobs)
-            print(f"{len(cells)} cells on {jobs} worker processes ({threads} torch thread(s) each)", flush=True)
-            with ProcessPoolExecutor(
-                max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
-            ) as ex:
-                futures = [
-                    ex.submit(run_cell, preset, c, str(out), judge, commit)
-                    for c in sorted(cells, key=lambda c: -c.cost)
-                ]  # longest first
-                for fut in as_completed(futures):
-                    record(fut.result())
-        else:
-            for c in cells:
-                record(run_cell(preset, c, str(out), judge, commit))
+                threads = max(1, (os.cpu_count() or 1) // jobs)
+                print(f"{len(todo)} cells on {jobs} worker processes ({threads} torch thread(s) each)", flush=True)
+                with ProcessPoolExecutor(
+                    max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
+                ) as ex:
+                    futures = [
+                        ex.submit(run_cell, preset, c, str(out), judge, commit)
+                        for c in sorted(todo, key=lambda c: -c.cost)
+                    ]  # longest first
+                    for fut in as_completed(futures):
+                        record(fut.result())
+            else:
+                for c in todo:
+                    record(run_cell(preset, c, str(out), judge, commit))
+
+        # grpo_matched cells run after the prover cells whose measured token ratio they are given
+        execute([c for c in cells if c.method != MATCHED])
+        execute([_matched(c, db) for c in cells if c.method == MATCHED])
         paths, comps = write_reports(db, name, out, envs=envs)
         for comp in comps:
-            if (comp["a"], comp["b"]) in (("grpo", "sft"), ("prover", "grpo"), ("gigpo", "grpo")):
-                print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['pairs']} paired episodes): {comp['verdict']}")
+            if (comp["a"], comp["b"]) in (
+                ("grpo", "sft"),
+                ("prover", "grpo"),
+                ("prover", "grpo_matched"),
+                ("gigpo", "grpo"),
+            ):
+                print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['seeds']} paired seed(s)): {comp['verdict']}")
     finally:
         db.close()
     print(
@@ -624,6 +684,20 @@ def run(args) -> Path:
         + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html"))
     )
     return out
+
+
+def _matched(cell: Cell, db) -> Cell:
+    """A grpo_matched cell with its ratio: the measured one of the prover row it is matched to."""
+    if not isinstance(cell.match, str):
+        return cell
+    row = db.get(cell.match)
+    ratio = (row or {}).get("extra", {}).get("match_ratio") if row else None
+    if ratio is None:
+        raise PresetError(
+            f"{MATCHED} ({cell.env}, seed {cell.seed}): the {MATCHED_TO} row it is matched to has no measured "
+            "token ratio; re-run it (its row predates cost accounting) or set train.match_ratio"
+        )
+    return cell._replace(match=float(ratio))
 
 
 def _kind_config(flag: str, spec: str, expected: str) -> dict:
@@ -656,7 +730,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--envs", nargs="+", help="subset of the preset's envs (searchqa webshop alfworld)")
     ap.add_argument("--methods", nargs="+", help=f"subset of {list(BASELINES + TRAINED)}")
     ap.add_argument("--seeds", nargs="+", type=int)
-    ap.add_argument("--ablations", action="store_true", help="also run prover_random and prover_unverified")
+    ap.add_argument(
+        "--ablations",
+        action="store_true",
+        help="also run the preset's ablations (prover_random, prover_unverified, grpo_matched)",
+    )
     ap.add_argument("--judge", help="judge config (file or YAML mapping) for the prover methods")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")

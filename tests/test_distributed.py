@@ -129,7 +129,7 @@ def test_two_process_run_writes_one_stream_and_resumes_exactly(tmp_path, bundled
     assert [r["iteration"] for r in rows] == [1, 2, 3]  # one stream, written by rank 0
     assert rows[0]["samples"] > 0 and rows[0]["env_steps"] >= 4 * 2  # both ranks' groups are in the row
     state = json.loads((a / "checkpoint" / "state.json").read_text())
-    assert len(state["ranks"]) == 2 and state["ranks"][0]["torch_rng"] != state["ranks"][1]["torch_rng"]
+    assert len(state["ranks"]) == 2 and all("backend_calls" in r for r in state["ranks"])  # each rank's own state
     _train(b, "iterations=2", "method=prover")
     _train(b, "iterations=3", "method=prover", resume=True)
     assert metric_rows(b) == rows

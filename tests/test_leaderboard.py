@@ -84,11 +84,12 @@ def test_smoke_tables(smoke):
     assert all(p["continuation"].startswith("noisy expert") for p in doc["judge_precision"])
     assert "pick_and_place_simple" in md  # ALFWorld's per-task-type table
     # paired differences with intervals and a verdict in words, ProVer vs GRPO among them
-    assert "## Differences, paired by eval task and seed" in md
+    assert "## Differences between methods, paired by training seed" in md
+    # one training seed: a difference is stated, but no between-method interval and no claim
     assert any(
-        line.startswith("- prover vs grpo (") and ("within noise" in line or "higher" in line or "lower" in line)
-        for line in md.splitlines()
+        line.startswith("- prover vs grpo (") and "no claim: 1 training seed" in line for line in md.splitlines()
     )
+    assert "none (1 seed)" in md and "eval noise only" in md
     assert "prover vs grpo" in proc.stdout
     assert all(
         set(r["extra"]["outcomes"].values()) <= {0, 1} and len(r["extra"]["outcomes"]) == 4 for r in doc["results"]
@@ -290,12 +291,12 @@ def test_report_states_paired_differences_with_intervals_and_says_when_within_no
     sys.path.insert(0, str(ROOT))
     from leaderboards.report import aggregate, comparisons
 
-    def row(env, method, wins):
+    def row(env, method, wins, seed=0):
         outcomes = {f"t{i}": w for i, w in enumerate(wins)}
         return {
             "env": env,
             "method": method,
-            "seed": 0,
+            "seed": seed,
             "success": sum(wins) / len(wins),
             "score": 0.0,
             "groups": {},
@@ -310,16 +311,31 @@ def test_report_states_paired_differences_with_intervals_and_says_when_within_no
     n = 200
     rows = [
         row("a", "sft", [i % 2 for i in range(n)]),
-        row("a", "grpo", [1] * n),  # +50 points
-        row("a", "prover", [1] * (n - 1) + [0]),  # -0.5: noise
+        row("a", "grpo", [1] * n),  # +50 points, but one seed
+        row("a", "prover", [1] * (n - 1) + [0]),
         row("b", "grpo", [i % 2 for i in range(n)]),
         row("b", "prover", [i % 2 for i in range(n)]),
     ]
     comps = {(c["a"], c["b"], c["env"]): c for c in comparisons(rows, ["a", "b"])}
-    assert comps[("grpo", "sft", "a")]["verdict"].startswith("higher: +50.0 points")
-    assert comps[("prover", "grpo", "a")]["verdict"].startswith("within noise")
-    pooled = comps[("prover", "grpo", "all envs")]
-    assert pooled["pairs"] == 2 * n and ("grpo", "sft", "all envs") not in comps  # pooled only over >= 2 envs
+    one = comps[("grpo", "sft", "a")]
+    # 200 tasks say the two checkpoints differ (eval noise) but nothing about another training run
+    assert one["verdict"].startswith("no claim: 1 training seed (+50.0 points)") and one["low"] is None
+    assert one["eval_low"] > 0.4
+    # three seeds each: the interval is over seeds
+    rows3 = []
+    for seed, (g, p) in enumerate([(100, 110), (104, 110), (98, 109)]):
+        rows3 += [row("a", "grpo", [1] * g + [0] * (n - g), seed), row("a", "prover", [1] * p + [0] * (n - p), seed)]
+        rows3 += [row("b", "grpo", [1] * g + [0] * (n - g), seed), row("b", "prover", [1] * g + [0] * (n - g), seed)]
+    comps3 = {(c["a"], c["b"], c["env"]): c for c in comparisons(rows3, ["a", "b"])}
+    assert comps3[("prover", "grpo", "a")]["seeds"] == 3 and comps3[("prover", "grpo", "a")]["verdict"].startswith(
+        "higher"
+    )
+    assert comps3[("prover", "grpo", "b")]["diff"] == 0.0 and comps3[("prover", "grpo", "b")]["verdict"].startswith(
+        "within noise"
+    )
+    pooled = comps3[("prover", "grpo", "all envs")]  # a seed's difference: the mean over its envs
+    assert pooled["seeds"] == 3 and pooled["per_seed"][0] == pytest.approx(0.025)
+    assert ("grpo", "sft", "all envs") not in comps  # pooled only over >= 2 envs
     agg = {(a["env"], a["method"]): a for a in aggregate(rows)}
     assert agg[("a", "sft")]["success_se"] == pytest.approx(math.sqrt(0.25 / n))
     assert agg[("a", "grpo")]["success_se"] == 0.0

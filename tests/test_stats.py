@@ -36,3 +36,40 @@ def test_paired_difference_and_verdict():
     assert verdict(paired_difference_ci(b, a)).startswith("lower")
     with pytest.raises(ValueError, match="paired"):
         paired_difference_ci([1], [1, 0])
+
+
+def test_t_quantiles_by_table():
+    from leaderboards.stats import t_quantile
+
+    assert t_quantile(1) == pytest.approx(12.706) and t_quantile(4) == pytest.approx(2.776)
+    assert t_quantile(30) == pytest.approx(2.042) and t_quantile(200) == pytest.approx(1.972, abs=0.005)
+    with pytest.raises(ValueError):
+        t_quantile(0)
+
+
+def test_seed_paired_difference_by_hand():
+    from leaderboards.stats import seed_paired_difference, seed_verdict
+
+    a = {0: 0.50, 1: 0.54, 2: 0.47, 3: 0.52}
+    b = {0: 0.45, 1: 0.50, 2: 0.44, 3: 0.47, 9: 0.1}  # seed 9 has no partner: left out
+    d = seed_paired_difference(a, b)
+    diffs = [0.05, 0.04, 0.03, 0.05]
+    mean = sum(diffs) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / 3)
+    assert d["seeds"] == [0, 1, 2, 3] and d["diff"] == pytest.approx(mean) and d["sd"] == pytest.approx(sd)
+    assert d["low"] == pytest.approx(mean - 3.182 * sd / 2) and d["high"] == pytest.approx(mean + 3.182 * sd / 2)
+    assert seed_verdict(d).startswith("higher") and "over 4 seeds" in seed_verdict(d)
+    noisy = seed_paired_difference({0: 0.5, 1: 0.4}, {0: 0.45, 1: 0.46})
+    assert noisy["low"] < 0 < noisy["high"] and seed_verdict(noisy).startswith("within noise")
+    # one seed: a difference, but no interval and no claim, however many eval tasks stood behind it
+    one = seed_paired_difference({0: 0.9}, {0: 0.1})
+    assert one["low"] is None and one["high"] is None and seed_verdict(one).startswith("no claim: 1 training seed")
+
+
+def test_detectable_difference_shrinks_with_seeds():
+    from leaderboards.stats import detectable_difference
+
+    # SD 1.5 points per seed pair: 8 seeds detect ~1.7 points at 80% power
+    assert detectable_difference(0.015, 8) == pytest.approx((2.365 + 0.8416) * 0.015 / math.sqrt(8))
+    assert detectable_difference(0.015, 8) < detectable_difference(0.015, 3)
+    assert detectable_difference(0.015, 1) == math.inf

@@ -214,7 +214,13 @@ def gigpo(
     return [[e + omega * s for e, s in zip(es, ss)] for es, ss in zip(episode, step)]
 
 
-ADVANTAGES: dict[str, Callable[..., list[list[float]]]] = {"grpo": grpo, "dr_grpo": dr_grpo, "gigpo": gigpo}
+ADVANTAGES: dict[str, Callable[..., list[list[float]]]] = {
+    "grpo": grpo,
+    "dr_grpo": dr_grpo,
+    "gigpo": gigpo,
+    # GRPO given ProVer's extra generation as extra tasks (TrainConfig.match_ratio): a win per token
+    "grpo_matched": grpo,
+}
 PROVER_METHODS = ("prover", "prover_random", "prover_unverified")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-METHODS = ("grpo", "dr_grpo", "gigpo", "prover", "prover_random", "prover_unverified")
+METHODS = ("grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_random", "prover_unverified")
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -25,12 +25,24 @@ class TrainConfig:
     env_kwargs: dict = _f({"split": "train"}, "gym.make kwargs of the training env")
     method: str = _f(
         "grpo",
-        "grpo | dr_grpo | gigpo | prover | prover_random | prover_unverified (same loop, "
-        "different advantages; trainers/advantages.py)",
+        "grpo | dr_grpo | gigpo | grpo_matched | prover | prover_random | prover_unverified (same loop, "
+        "different advantages; trainers/advantages.py); grpo_matched = grpo with match_ratio extra tasks",
     )
     model_path: str | None = _f(None, "HF model directory; None = the tiny local Qwen3 model")
     iterations: int = _f(10, "RL iterations")
     tasks_per_iteration: int = _f(4, "distinct tasks per iteration")
+    match_ratio: float = _f(
+        0.0,
+        "compute matching (method grpo_matched): extra tasks per iteration as a fraction of "
+        "tasks_per_iteration, the fractional part carried to the next iteration, drawn from their own "
+        "stream (the first tasks_per_iteration tasks and their rollouts stay those of grpo); set it to "
+        "ProVer's measured extra generated tokens / rollout tokens so GRPO spends the same budget",
+    )
+    torch_threads: int | None = _f(
+        None,
+        "torch intra-op threads, fixed for the run (float sums depend on it, so runs to be compared "
+        "use the same); None = torch's default",
+    )
     group_size: int = _f(4, "rollouts per task (the GRPO group)")
     lr: float = _f(1e-4, "learning rate of the RL optimizer")
     optimizer: str = _f(
@@ -164,6 +176,15 @@ class TrainConfig:
             raise ValueError(f"gate_alpha={self.gate_alpha!r}; use a probability in (0, 1], or null for no gate")
         if self.invalid_action_penalty < 0:
             raise ValueError("invalid_action_penalty must be >= 0 (it is subtracted)")
+        if self.match_ratio < 0:
+            raise ValueError(f"match_ratio={self.match_ratio!r}; use a fraction >= 0 (0.15 = 15% more tasks)")
+        if self.method == "grpo_matched" and self.match_ratio <= 0:
+            raise ValueError(
+                "method=grpo_matched needs match_ratio > 0: ProVer's measured extra generated tokens per "
+                "rollout token (its metrics' prover/extra_tokens_ratio), e.g. match_ratio=0.15"
+            )
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ValueError(f"torch_threads={self.torch_threads!r}; use a count >= 1, or null for torch's default")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2: GRPO needs a group")
         from prover_gym.pool import BACKENDS

@@ -37,6 +37,7 @@ class CreditStats:
     credited_tokens: int = 0
     extra_env_steps: int = 0
     extra_tokens: int = 0
+    extra_prompt_tokens: int = 0  # prompt tokens the continuations' generation calls encoded
 
     def metrics(self) -> dict:
         a = self.a_seg
@@ -109,6 +110,7 @@ class CreditAssigner:
             out += tokens
         if estimator is not None:
             stats.extra_env_steps, stats.extra_tokens = estimator.extra_env_steps, estimator.extra_tokens
+            stats.extra_prompt_tokens = estimator.extra_prompt_tokens
         return out, stats
 
     def _prover(self, group, rewards, tokens, layouts, estimator, stats) -> None:

@@ -69,6 +69,15 @@ METRICS = (
     "prover/credited_tokens",
     "prover/extra_tokens_ratio",
     "prover/extra_env_steps_ratio",
+    "cost/rollout_tokens",
+    "cost/rollout_prompt_tokens",
+    "cost/credit_tokens",
+    "cost/credit_prompt_tokens",
+    "cost/judge_tokens",
+    "cost/judge_prompt_tokens",
+    "cost/generated_tokens",
+    "cost/total_tokens",
+    "tasks",
     "rollout_logprob_gap",
     "rollout_logprob_gap_max",
     "policy/failures",
@@ -103,6 +112,8 @@ class Trainer:
         from trainers.learner import Learner, LogprobModule
 
         self.cfg = cfg
+        if cfg.torch_threads:  # float sums depend on the thread count: fixed for the whole run
+            torch.set_num_threads(cfg.torch_threads)
         self.dist = Dist()  # one process, or this rank of a torchrun / accelerate launch (trainers/distributed.py)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +158,12 @@ class Trainer:
         self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
         judge_cfg = {"kind": "random", "side": "any", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge
         self.judge = judges.make(judge_cfg)
-        self.rng = random.Random(cfg.seed)
+        # the task stream: which tasks each iteration trains on, the same for every method of a seed
+        # (its own stream: SFT and the judges draw from theirs, sampling is keyed per row)
+        self.rng = random.Random(f"tasks|{cfg.seed}")
+        # grpo_matched's extra tasks: another stream, so the first tasks_per_iteration stay grpo's
+        self.extra_rng = random.Random(f"extra-tasks|{cfg.seed}")
+        self.extra_owed = 0.0  # grpo_matched: fractional extra tasks carried to the next iteration
         # verification continuations run the policy as it is when they run (self.policy may be swapped)
         self.credit = CreditAssigner(
             cfg,
@@ -192,6 +208,8 @@ class Trainer:
                 {
                     "iteration": self.iteration,
                     "python_rng": checkpoint.encode_python_rng(self.rng),
+                    "extra_rng": checkpoint.encode_python_rng(self.extra_rng),
+                    "extra_owed": self.extra_owed,
                     "backend_calls": self.generator.calls,
                     **({"ranks": ranks} if ranks else {}),
                 },
@@ -202,6 +220,9 @@ class Trainer:
         state = checkpoint.load(self.ckpt, self.optimizer)
         self.iteration = state["iteration"]
         checkpoint.decode_python_rng(self.rng, state["python_rng"])
+        if "extra_rng" in state:
+            checkpoint.decode_python_rng(self.extra_rng, state["extra_rng"])
+            self.extra_owed = state["extra_owed"]
         self.generator.calls = state["backend_calls"]
         if self.dist.enabled or "ranks" in state:
             ranks = state.get("ranks") or []
@@ -281,7 +302,7 @@ class Trainer:
             batch_size=cfg.minibatch_size,
             lr=cfg.sft_lr,
             pad_id=self.backend.tokenizer.pad_token_id,
-            rng=self.rng,
+            rng=random.Random(cfg.seed),  # SFT's own stream (mini-batch draws), as the shipped bases were built
             schedule=cfg.sft_schedule,
             progress=cfg.progress and self.dist.is_main,
             forward=self.learner.forward_logprobs,
@@ -306,27 +327,53 @@ class Trainer:
         return losses
 
     # ---- rollouts -----------------------------------------------------------------------------
+    def draw_tasks(self) -> list[str]:
+        """This iteration's tasks: ``tasks_per_iteration`` from the task stream (the same for every
+        method of a seed), then grpo_matched's extra ones from their own stream."""
+        task_ids = self.env.unwrapped.task_ids()  # type: ignore[attr-defined]  # a prover-gym TextEnv
+        tasks = self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids)))
+        if self.cfg.method == "grpo_matched":
+            self.extra_owed += self.cfg.match_ratio * self.cfg.tasks_per_iteration
+            extra = int(self.extra_owed + 1e-9)
+            self.extra_owed -= extra
+            rest = [t for t in task_ids if t not in set(tasks)]
+            tasks += self.extra_rng.sample(rest, min(extra, len(rest)))
+        return tasks
+
+    def sample_key(self, task_id: str, index: int) -> tuple:
+        """The sampling key of rollout ``index`` of ``task_id`` in this iteration (agents.backends.sampling):
+        the same in every method of a seed, whatever the batch, the probe or verification drew."""
+        return ("rollout", self.cfg.seed, self.iteration, task_id, index)
+
     def collect(self):
         """``tasks_per_iteration`` tasks x ``group_size`` rollouts of the current policy, as groups."""
         from agents.rollout import rollout
 
-        task_ids = self.env.unwrapped.task_ids()
-        tasks = self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids)))
+        tasks = self.draw_tasks()
         # data-parallel: every rank draws the same tasks and rolls out its share of the groups
         self.group_ids = self.dist.shard(list(range(len(tasks))))
         tasks = [tasks[k] for k in self.group_ids]
         g = self.cfg.group_size
+        keys = [self.sample_key(t, j) for t in tasks for j in range(g)]
         if self.cfg.batched_rollouts:  # every episode of the iteration in lock-step: one generation batch per turn
             from agents.rollout import rollout_batch
 
-            trajs = rollout_batch(
-                self.pool(),
-                self.policy,
-                task_ids=[t for t in tasks for _ in range(g)],
-                indices=list(range(len(tasks) * g)),
-            )
+            trajs = []
+            width = len(self.pool())
+            for first in range(0, len(keys), width):
+                chunk = keys[first : first + width]
+                trajs += rollout_batch(
+                    self.pool(),
+                    self.policy,
+                    task_ids=[k[3] for k in chunk],
+                    indices=list(range(len(chunk))),
+                    keys=chunk,
+                )
             return [trajs[i * g : (i + 1) * g] for i in range(len(tasks))]
-        return [[rollout(self.env, self.policy, task_id=task) for _ in range(g)] for task in tasks]
+        return [
+            [rollout(self.env, self.policy, task_id=k[3], key=k) for k in keys[i * g : (i + 1) * g]]
+            for i in range(len(tasks))
+        ]
 
     def pool(self):
         """A sync EnvPool for batched rollouts and verification continuations (envs share data)."""
@@ -356,6 +403,7 @@ class Trainer:
             start_probe["probe/success_start"] = self.probe()
         t0 = time.time()
         p0 = dict(PROFILE)
+        judge_before = dict(getattr(self.judge, "stats", None) or {})
         groups = self.collect()
         p1, t1 = dict(PROFILE), time.time()
         trajectories = [t for g in groups for t in g]
@@ -379,14 +427,24 @@ class Trainer:
         }
         steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
+        judge_now = getattr(self.judge, "stats", None) or {}
+        cost = {  # what the iteration generated and encoded, by who asked (summed over ranks below)
+            "cost/rollout_tokens": tokens,
+            "cost/rollout_prompt_tokens": sum(len(u.prompt_token_ids or []) for t in trajectories for u in t.turns),
+            "cost/credit_tokens": credit.extra_tokens,
+            "cost/credit_prompt_tokens": credit.extra_prompt_tokens,
+            "cost/judge_tokens": judge_now.get("completion_tokens", 0) - judge_before.get("completion_tokens", 0),
+            "cost/judge_prompt_tokens": judge_now.get("prompt_tokens", 0) - judge_before.get("prompt_tokens", 0),
+        }
         digest = hashlib.sha256(
             json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()
         ).hexdigest()[:16]
         outcomes = [(t.total_reward, t.won, _task_group(t)) for t in trajectories]
         policy_failures = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
         if self.dist.enabled:  # the iteration over all ranks (times: the slowest rank's)
-            parts = self.dist.gather((outcomes, steps, tokens, digest, credit, policy_failures, timing))
+            parts = self.dist.gather((outcomes, steps, tokens, digest, credit, policy_failures, timing, cost))
             outcomes = [o for p in parts for o in p[0]]
+            cost = {k: sum(p[7][k] for p in parts) for k in cost}
             steps, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
             digest = hashlib.sha256(json.dumps([p[3] for p in parts]).encode()).hexdigest()[:16]
             credit = merge_credit([p[4] for p in parts])
@@ -411,6 +469,12 @@ class Trainer:
             **credit.metrics(),
             "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
             "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
+            **cost,
+            "cost/generated_tokens": cost["cost/rollout_tokens"]
+            + cost["cost/credit_tokens"]
+            + cost["cost/judge_tokens"],
+            "cost/total_tokens": sum(cost.values()),
+            "tasks": len(groups) if not self.dist.enabled else len(outcomes) // self.cfg.group_size,
             **success_by_group(outcomes),
             **timing,
             "rollout_digest": digest,

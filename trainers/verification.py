@@ -74,14 +74,21 @@ class ValueEstimator:
     With ``pool`` (an ``EnvPool``), every continuation asked for in one call runs in lock-step
     batches through ``rollout_batch`` (one generation batch per turn); otherwise one after another
     in ``env``. Cost counters accumulate over calls.
+
+    Common random numbers: continuation j from boundary k of a trajectory drawn with sampling key
+    ``K`` is keyed ``(namespace, K, k, j)`` (agents.backends.sampling), so it draws the same tokens
+    whichever judge asked for it, whatever else runs in its batch, and whatever the rollouts drew;
+    another ``namespace`` (e.g. a re-verification) gives fresh, independent continuations.
     """
 
     env: object
     policy: object
     m: int = 4
     pool: Any = None
+    namespace: str = "continuation"
     extra_env_steps: int = 0
     extra_tokens: int = 0
+    extra_prompt_tokens: int = 0
     continuations: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
@@ -94,26 +101,36 @@ class ValueEstimator:
         m = self.m if m is None else m
         starts: list[tuple[Any, list, str, str]] = []
         owners: list[int] = []
+        keys: list[tuple | None] = []
         for p, (traj, k) in enumerate(points):
             if not 0 <= k <= len(traj.turns):
                 raise ValueError(f"boundary {k} is outside 0..{len(traj.turns)}")
             if k < len(traj.turns):
                 starts += [(traj.turns[k].snapshot, traj.turns[:k], traj.task_id, traj.task)] * m
                 owners += [p] * m
+                keys += [(self.namespace, traj.key, k, j) if traj.key is not None else None for j in range(m)]
         runs: list[Trajectory] = []
         if self.pool is not None and starts:
             width = len(self.pool)
             for first in range(0, len(starts), width):
                 chunk = starts[first : first + width]
-                runs += rollout_batch(self.pool, self.policy, starts=chunk, indices=list(range(len(chunk))))
+                chunk_keys = keys[first : first + width]
+                runs += rollout_batch(
+                    self.pool,
+                    self.policy,
+                    starts=chunk,
+                    indices=list(range(len(chunk))),
+                    keys=chunk_keys if any(k is not None for k in chunk_keys) else None,
+                )
         else:
-            for snap, history, task_id, task in starts:
-                runs.append(rollout_from(self.env, snap, self.policy, history, task_id=task_id, task=task))
+            for (snap, history, task_id, task), key in zip(starts, keys):
+                runs.append(rollout_from(self.env, snap, self.policy, history, task_id=task_id, task=task, key=key))
         out: list[list[bool]] = [[traj.won] if k == len(traj.turns) else [] for traj, k in points]
         for p, run in zip(owners, runs):
             out[p].append(run.won)
         self.extra_env_steps += sum(len(r.turns) for r in runs)
         self.extra_tokens += sum(len(t.token_ids or []) for r in runs for t in r.turns)
+        self.extra_prompt_tokens += sum(len(t.prompt_token_ids or []) for r in runs for t in r.turns)
         self.continuations = runs
         return out
 

@@ -38,9 +38,10 @@ class ChatBackend(Protocol):
 
 @runtime_checkable
 class TrainableGenerator(Protocol):
-    """A local generation engine the trainer keeps in step with its learner (hf, vllm): ``calls``
-    counts generation calls (it seeds each one, so a checkpoint saves it and a resume restores it);
-    ``load_weights`` takes the learner's (HF name, tensor) pairs."""
+    """A local generation engine the trainer keeps in step with its learner (hf, vllm): ``chat`` takes
+    per-row sampling ``keys`` (agents.backends.sampling); ``calls`` counts chat calls (it keys the
+    rows given no key, so a checkpoint saves it and a resume restores it); ``load_weights`` takes the
+    learner's (HF name, tensor) pairs."""
 
     defaults: dict
     calls: int
@@ -54,28 +55,46 @@ class LocalChatBackend:
     """Shared by the in-process backends (hf, vllm): the model's chat template (plus an optional
     assistant prefix, to continue a transcript, and tools) turned into prompt token ids, and
     generation in chunks of ``batch_size``. Subclasses set ``tokenizer``, ``defaults`` and
-    ``batch_size`` and implement ``_generate(prompt_ids, params) -> list[Completion]``."""
+    ``batch_size`` and implement ``_generate(prompt_ids, params, keys) -> list[Completion]``."""
 
     tokenizer: Any = None  # a transformers tokenizer (typed loosely: its API is dynamic)
     defaults: dict = {}
     batch_size: int = 1 << 30
     supports_partial = False  # an assistant prefix is rendered into the prompt ids instead
-    calls = 0  # generation calls so far (each seeds its sampling)
+    calls = 0  # chat calls so far (part of the key of rows the caller gave no key)
+    seed = 0  # the backend's seed: part of the key of rows the caller gave no key
 
     def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
 
     def chat(
-        self, conversations: list[list[dict]], *, prefixes: list[str] | None = None, **generation
+        self,
+        conversations: list[list[dict]],
+        *,
+        prefixes: list[str] | None = None,
+        keys: list[tuple | None] | None = None,
+        **generation,
     ) -> list[Completion]:
+        """Completions of ``conversations``. ``keys``: one sampling key per conversation (a tuple; see
+        ``agents.backends.sampling``): a keyed row's tokens depend only on its key, the model and the
+        prompt, not on the call counter or the rest of the batch. A row without a key is keyed by
+        (``seed``, this call's number, its row), as every row was before keys existed."""
         params = {**self.defaults, **{k: v for k, v in generation.items() if v is not None}}
         prefixes = prefixes or [""] * len(conversations)
         prompts = [self.prompt_ids(m, p, params.get("tools")) for m, p in zip(conversations, prefixes)]
+        if keys is not None and len(keys) != len(prompts):
+            raise ValueError(f"chat: {len(keys)} sampling keys for {len(prompts)} conversations")
+        self.calls += 1
+        row_keys = [
+            tuple(k) if k is not None else ("call", self.seed, self.calls, row)
+            for row, k in enumerate(keys or [None] * len(prompts))
+        ]
         out: list[Completion] = []
         for start in range(0, len(prompts), self.batch_size):
-            out.extend(self._generate(prompts[start : start + self.batch_size], params))
+            end = start + self.batch_size
+            out.extend(self._generate(prompts[start:end], params, row_keys[start:end]))
         return out
 
-    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
+    def _generate(self, prompts: list[list[int]], params: dict, keys: list[tuple]) -> list[Completion]:
         raise NotImplementedError

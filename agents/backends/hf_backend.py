@@ -55,7 +55,7 @@ class HFBackend(LocalChatBackend):
         self.model = self.model.to(device).eval()
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
-        self.generator_seed, self.batch_size = seed, batch_size
+        self.seed, self.batch_size = seed, batch_size
         self.calls = 0
 
     def __repr__(self) -> str:
@@ -68,36 +68,45 @@ class HFBackend(LocalChatBackend):
         if unexpected or [k for k in missing if k != "lm_head.weight"]:  # tied heads may be left out
             raise BackendError(f"load_weights: missing {missing[:5]}, unexpected {unexpected[:5]}")
 
-    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
+    def _generate(self, prompts: list[list[int]], params: dict, keys: list[tuple]) -> list[Completion]:
+        """Greedy (temperature <= 0: nothing drawn) or keyed sampling (agents.backends.sampling): the
+        greedy search of ``generate`` with a logits processor that adds each row's own Gumbel noise
+        and records the chosen tokens' clean log-probabilities. The global torch RNG is not touched."""
+        from agents.backends.sampling import KeyedSampler
+
         torch = self.torch
         batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
         greedy = params["temperature"] <= 0
-        self.calls += 1
-        torch.manual_seed(self.generator_seed + self.calls)
+        sampler = None if greedy else KeyedSampler(keys, params["temperature"], params["top_p"])
         with torch.no_grad():
             gen = self.model.generate(
                 **batch,
                 max_new_tokens=params["max_tokens"],
-                do_sample=not greedy,
-                temperature=None if greedy else params["temperature"],
-                top_p=None if greedy else params["top_p"],
+                do_sample=False,
+                temperature=None,
+                top_p=None,
                 top_k=None,
+                logits_processor=[sampler] if sampler is not None else None,
                 pad_token_id=self.tokenizer.pad_token_id,
                 eos_token_id=self.tokenizer.eos_token_id,
-                output_scores=True,
+                output_scores=greedy,
                 return_dict_in_generate=True,
             )
-            # log-probs under the distribution the tokens were drawn from (temperature-scaled logits)
-            logps = self.model.compute_transition_scores(gen.sequences, gen.scores, normalize_logits=True)
+            if greedy:  # log-probs of the greedy tokens under the model's distribution
+                logps = self.model.compute_transition_scores(gen.sequences, gen.scores, normalize_logits=True)
         width = batch["input_ids"].shape[1]
         results = []
         for row, prompt in enumerate(prompts):
             new = gen.sequences[row, width:].tolist()
-            lp = logps[row].tolist()
             finish = "length"
             if self.tokenizer.eos_token_id in new:
-                cut = new.index(self.tokenizer.eos_token_id) + 1
-                new, lp, finish = new[:cut], lp[:cut], "stop"
+                new, finish = new[: new.index(self.tokenizer.eos_token_id) + 1], "stop"
+            if sampler is not None:
+                drawn, lp = sampler.row(row, len(new))
+                if drawn != new:  # generate() took another token than the one drawn (it never should)
+                    raise BackendError("keyed sampling: generate() did not follow the drawn tokens")
+            else:
+                lp = logps[row].tolist()[: len(new)]
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
         return results

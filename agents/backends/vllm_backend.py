@@ -125,7 +125,7 @@ class VLLMBackend(LocalChatBackend):
         self.tokenizer = self.llm.get_tokenizer()
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed = seed
-        self.calls = 0  # part of the per-request seeds: saved and restored with trainer checkpoints
+        self.calls = 0  # keys the rows given no sampling key: saved and restored with trainer checkpoints
         self._sync_root = sync_dir
         self._sync_dir: Path | None = None
         self.stats = {"weight_syncs": 0}
@@ -174,19 +174,20 @@ class VLLMBackend(LocalChatBackend):
         steps = out.prompt_logprobs[len(prompt) :]
         return [step[t].logprob for step, t in zip(steps, continuation)]
 
-    def _generate(self, prompts: list[list[int]], params: dict) -> list[Completion]:
-        self.calls += 1
-        # one seed per request: with one seed for all, a GRPO group (the same prompt n times) would
-        # get n identical samples
+    def _generate(self, prompts: list[list[int]], params: dict, keys: list[tuple]) -> list[Completion]:
+        from agents.backends.sampling import key_seed
+
+        # one seed per request, from its sampling key (agents.backends.sampling): vLLM draws a seeded
+        # request's tokens from its own generator, so they do not depend on the rest of the batch
         sampling = [
             self._vllm.SamplingParams(
                 temperature=max(0.0, params["temperature"]),
                 top_p=params["top_p"],
                 max_tokens=params["max_tokens"],
                 logprobs=0,
-                seed=(self.seed * 1_000_003 + self.calls * 65_537 + row) % (1 << 63),
+                seed=key_seed(key),
             )
-            for row in range(len(prompts))
+            for key in keys
         ]
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling, use_tqdm=False)
         results = []

@@ -1,0 +1,89 @@
+"""Keyed sampling: common random numbers for generation.
+
+Every sampled row of a generation call carries a *key* (a tuple such as ``("rollout", seed,
+iteration, task_id, rollout_index, turn)``); the noise that picks its tokens is a pure function of
+that key and the token position, never of the call counter, the global torch RNG, or which other
+rows share the batch. Two runs that ask for the same key from the same model therefore draw the
+same tokens, whatever else they generate in between (a verification round, a greedy probe), and a
+row's tokens do not change when the batch is cut differently. This is what makes two methods
+comparable run against run: they differ only in what they differ in (Glasserman and Yao 1992,
+"common random numbers"; the same idea keys vLLM's per-request seeds).
+
+Sampling is Gumbel-max (equivalently, exponential races): with ``E_v ~ Exp(1)`` i.i.d. per vocabulary
+entry, ``argmax_v logp_v - log E_v`` is an exact draw from ``softmax(logits / T)`` (restricted to the
+top-p nucleus when ``top_p < 1``). The ``E`` of token position ``t`` of a row are the ``t``-th block
+of draws of a ``torch.Generator`` seeded with ``key_seed(key)``. The log-probability recorded for
+the chosen token is the clean one, ``log_softmax(logits / T)`` after the nucleus cut, as the loss
+needs; the noise never enters it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+Key = tuple
+
+
+def key_seed(key: Key) -> int:
+    """A 63-bit seed from a key (stable across processes and Python versions: no ``hash()``)."""
+    digest = hashlib.blake2b(repr(tuple(key)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def nucleus_mask(logp: torch.Tensor, top_p: float) -> torch.Tensor:
+    """A boolean mask [B, V] of the smallest set of tokens whose probability reaches ``top_p``
+    (HF's TopPLogitsWarper semantics: a token is kept while the mass before it is < top_p)."""
+    if top_p >= 1.0:
+        return torch.ones_like(logp, dtype=torch.bool)
+    sorted_logp, order = torch.sort(logp, dim=-1, descending=True)
+    before = torch.cumsum(sorted_logp.exp(), dim=-1) - sorted_logp.exp()
+    keep_sorted = before < top_p
+    keep_sorted[..., 0] = True
+    mask = torch.zeros_like(keep_sorted)
+    return mask.scatter(-1, order, keep_sorted)
+
+
+class KeyedSampler:
+    """A transformers ``LogitsProcessor`` for *greedy* search that turns it into keyed sampling:
+    it returns ``logp + Gumbel noise`` (so the greedy argmax is the sample) and records, per step,
+    the chosen token and its clean log-probability. One ``torch.Generator`` per row."""
+
+    def __init__(self, keys: Sequence[Key], temperature: float, top_p: float = 1.0, device: str = "cpu"):
+        if temperature <= 0:
+            raise ValueError("keyed sampling needs temperature > 0 (temperature 0 is greedy: nothing is drawn)")
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.generators = []
+        for key in keys:
+            g = torch.Generator(device=device)
+            g.manual_seed(key_seed(key))
+            self.generators.append(g)
+        self.chosen: list[torch.Tensor] = []
+        self.logprobs: list[torch.Tensor] = []
+
+    def noise(self, vocab: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
+        """This step's Gumbel noise [B, V]: each row from its own generator (batch-independent)."""
+        rows = [
+            torch.empty(vocab, dtype=torch.float64, device=device).exponential_(generator=g) for g in self.generators
+        ]
+        return (-torch.stack(rows).log()).to(dtype)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        if self.top_p < 1.0:
+            keep = nucleus_mask(logp, self.top_p)
+            logp = torch.log_softmax(logp.masked_fill(~keep, float("-inf")), dim=-1)
+        perturbed = logp + self.noise(logp.shape[-1], logp.dtype, logp.device)
+        chosen = perturbed.argmax(dim=-1)
+        self.chosen.append(chosen)
+        self.logprobs.append(logp.gather(-1, chosen[:, None])[:, 0])
+        # the greedy step takes the argmax of what is returned: exactly ``chosen``
+        out = torch.full_like(scores, float("-inf"))
+        return out.scatter(-1, chosen[:, None], 0.0)
+
+    def row(self, i: int, n: int) -> tuple[list[int], list[float]]:
+        """Row ``i``'s first ``n`` chosen tokens and their clean log-probabilities."""
+        return [int(c[i]) for c in self.chosen[:n]], [float(lp[i]) for lp in self.logprobs[:n]]
