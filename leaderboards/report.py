@@ -158,6 +158,12 @@ def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def inspector_links(rows: list[dict]) -> list[tuple[str, str, int, str]]:
+    """(env, method, seed, page path relative to the report) of every cell with a credit inspector."""
+    out = [(r["env"], r["method"], r["seed"], r["extra"]["inspector"]) for r in rows if r["extra"].get("inspector")]
+    return sorted(out, key=lambda x: (x[0], _order(x[1]), x[2]))
+
+
 def probe_points(curve: list[dict]) -> list[tuple[int, float]]:
     """(iteration, held-out probe success) of a run's metrics: iteration 0 is the start model."""
     points = []
@@ -492,6 +498,16 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
             for c in comps
             if (c["a"], c["b"]) == ("prover", "grpo")
         ] + [""]
+    inspectors = inspector_links(rows)
+    if inspectors:
+        md += [
+            "## Where the credit went",
+            "",
+            "Each trained ProVer cell's credit inspector (`prover-gym-inspect`): every judged segment, its "
+            "verification and bonus.",
+            "",
+        ]
+        md += [f"- {env} {method} seed {seed}: [{link}]({link})" for env, method, seed, link in inspectors] + [""]
     curves = curve_table(db, rows)
     if curves[1]:
         md += [
@@ -582,6 +598,14 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
             "the last column is eval noise only)</h2>",
             _html_table(*_comparison_table(comps)),
         ]
+    if inspectors:
+        parts += ["<h2>Where the credit went (credit inspectors)</h2><ul>"]
+        parts += [
+            f"<li>{html.escape(f'{env} {method} seed {seed}')}: "
+            f"<a href='{html.escape(link)}'>{html.escape(link)}</a></li>"
+            for env, method, seed, link in inspectors
+        ]
+        parts += ["</ul>"]
     for env, h, b in groups:
         parts += [f"<h2>{html.escape(env)}: success by group</h2>", _html_table(h, b)]
     if prec:

@@ -16,6 +16,7 @@ SCRIPTS = [
     "prover-gym-dense-index",
     "prover-gym-webshop-view",
     "prover-gym-alfworld-generate",
+    "prover-gym-inspect",
 ]
 
 

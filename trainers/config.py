@@ -92,6 +92,12 @@ class TrainConfig:
         "ProVer: significance gate, credit only when the one-sided p-value of "
         "V(after) > V(before) is <= gate_alpha (Fisher / binomial); None = no gate",
     )
+    credit_records: int | None = _f(
+        None,
+        "credit.jsonl: at most this many records per iteration (one per judged segment: the group, the "
+        "proposal, its verification and bonus; trainers/credit_record.py); None = all, 0 = none",
+    )
+    credit_obs_chars: int = _f(300, "credit.jsonl: observations are cut to this many characters")
     judge: dict = _f(
         {"kind": "first_divergence", "side": "won"},
         "judge config (judges.make); prover_random always uses {kind: random, side: any}",

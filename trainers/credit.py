@@ -38,6 +38,7 @@ class CreditStats:
     extra_env_steps: int = 0
     extra_tokens: int = 0
     extra_prompt_tokens: int = 0  # prompt tokens the continuations' generation calls encoded
+    records: list[dict] = field(default_factory=list)  # credit.jsonl rows (trainers/credit_record.py)
 
     def metrics(self) -> dict:
         a = self.a_seg
@@ -70,22 +71,33 @@ class CreditAssigner:
     """Computes an iteration's token advantages. ``judge`` and ``estimator_factory`` (a callable
     returning a fresh ``ValueEstimator`` for the current policy) are only used by ProVer methods."""
 
-    def __init__(self, cfg, judge=None, estimator_factory=None):
+    def __init__(self, cfg, judge=None, estimator_factory=None, judge_name: str | None = None):
         self.cfg = cfg
         self.judge = judge
         self.estimator_factory = estimator_factory
         self.base = base_advantage(cfg.method, cfg.std_normalize)
+        self.judge_name = judge_name or str((getattr(cfg, "judge", None) or {}).get("kind", type(judge).__name__))
 
-    def __call__(self, groups: list[list[Trajectory]], tokenizer=None) -> tuple[list[torch.Tensor | None], CreditStats]:
+    def __call__(
+        self,
+        groups: list[list[Trajectory]],
+        tokenizer=None,
+        *,
+        iteration: int = 0,
+        group_ids: list[int] | None = None,
+    ) -> tuple[list[torch.Tensor | None], CreditStats]:
         """Per trajectory (groups flattened in order): its token advantages, or None when its group is
-        left out of the loss; and the iteration's statistics."""
+        left out of the loss; and the iteration's statistics, with a credit record per proposal
+        (``iteration`` and the groups' global indices ``group_ids`` label them)."""
         cfg, stats = self.cfg, CreditStats()
+        self._where = (iteration, list(group_ids) if group_ids is not None else list(range(len(groups))))
         prover = cfg.method.startswith("prover")
         estimator = self.estimator_factory() if prover and self.estimator_factory else None
         if estimator is not None and hasattr(self.judge, "bind"):
             self.judge.bind(estimator)
         out: list[torch.Tensor | None] = []
-        for group in groups:
+        for g, group in enumerate(groups):
+            self._group = self._where[1][g]
             stats.groups += 1
             rewards, turn_rewards = outcome_rewards(group, cfg.invalid_action_penalty)
             if cfg.drop_zero_std_groups and len(set(rewards)) < 2:
@@ -120,6 +132,7 @@ class CreditAssigner:
             return
         stats.proposed += 1
         traj = group[proposal.trajectory]
+        v = None
         if cfg.method == "prover_unverified":  # trust the judge: no continuations
             a_seg, passes = 1.0, True
         else:
@@ -129,9 +142,34 @@ class CreditAssigner:
             stats.a_seg.append(a_seg)
             stats.p_values.append(v.p_value)
             passes = a_seg > cfg.min_a_seg and (cfg.gate_alpha is None or v.p_value <= cfg.gate_alpha)
-        if not (passes or (cfg.sign == "both" and a_seg < 0)):
-            return
+        credited = passes or (cfg.sign == "both" and a_seg < 0)
         scale = bonus_scale(torch.tensor(rewards, dtype=torch.float32), std_normalize=cfg.std_normalize)
+        touched = 0
+        if credited:
+            touched = self._credit(proposal, a_seg, scale, tokens, layouts, stats)
+        if cfg.credit_records is None or len(stats.records) < cfg.credit_records:
+            from trainers.credit_record import make_record
+
+            stats.records.append(
+                make_record(
+                    iteration=self._where[0],
+                    group_index=self._group,
+                    method=cfg.method,
+                    judge=self.judge_name,
+                    side=str(getattr(self.judge, "side", "")),
+                    group=group,
+                    proposal=proposal,
+                    verification=v,
+                    credited=credited,
+                    bonus=cfg.beta * scale * a_seg if credited else 0.0,
+                    credited_tokens=touched,
+                    obs_chars=cfg.credit_obs_chars,
+                )
+            )
+
+    def _credit(self, proposal, a_seg: float, scale: float, tokens, layouts, stats) -> int:
+        """Add the bonus to the segment's policy tokens; returns how many tokens it changed."""
+        cfg = self.cfg
         i, layout = proposal.trajectory, layouts[proposal.trajectory]
         before = tokens[i]
         tokens[i] = apply_segment_bonus(
@@ -144,8 +182,10 @@ class CreditAssigner:
             beta=cfg.beta * scale,
             sign=cfg.sign,
         )
+        touched = int((tokens[i] != before).sum())
         stats.credited += 1
-        stats.credited_tokens += int((tokens[i] != before).sum())
+        stats.credited_tokens += touched
+        return touched
 
     def _verification(self, proposal, traj, group, estimator) -> Verification:
         ev = proposal.evidence

@@ -171,6 +171,7 @@ class Trainer:
             make_estimator_factory(
                 self.env, lambda: self.policy, cfg.continuations, self.pool if cfg.batched_rollouts else None
             ),
+            judge_name=judge_cfg.get("kind") if isinstance(judge_cfg, dict) else str(judge_cfg),
         )
         self.learner = Learner(
             cfg,
@@ -187,11 +188,14 @@ class Trainer:
             self._load()
             if self.dist.is_main:
                 checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.iteration)
+                checkpoint.truncate_metrics(self.out / "credit.jsonl", self.iteration)
             self.sync_generator()
         elif resume and self.dist.is_main:
             print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
         if self.dist.is_main:
             (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+            if cfg.method.startswith("prover"):  # every credit run has its record, empty until a segment is judged
+                (self.out / "credit.jsonl").touch()
         self.dist.barrier()
 
     # ---- checkpoints ------------------------------------------------------------------------
@@ -388,7 +392,9 @@ class Trainer:
     # ---- advantages and the learner step ------------------------------------------------------
     def advantages(self, groups):
         """(per trajectory token advantages or None, CreditStats): trainers/credit.py."""
-        return self.credit(groups, self.backend.tokenizer)
+        return self.credit(
+            groups, self.backend.tokenizer, iteration=self.iteration + 1, group_ids=getattr(self, "group_ids", None)
+        )
 
     def learn(self, trajectories, advantages, groups=None) -> dict:
         logs = self.learner.learn(trajectories, advantages, groups)
@@ -491,6 +497,9 @@ class Trainer:
             return row
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
+        if credit.records:  # where the credit went: one line per judged segment (trainers/credit_record.py)
+            with open(self.out / "credit.jsonl", "a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in credit.records)
         for sink in self.sinks():
             sink.log(row, self.iteration)
         return row

@@ -38,6 +38,20 @@ class Verification:
     before_source: str = "continuations"  # continuations | group (the group's own rollouts) | terminal
     after_source: str = "continuations"  # continuations | terminal (the trajectory's own outcome)
     p_value: float = 1.0
+    continuations_before: list[Trajectory] = field(default_factory=list, repr=False)
+    continuations_after: list[Trajectory] = field(default_factory=list, repr=False)
+    extra_prompt_tokens: int = 0
+
+    @property
+    def a_seg_se(self) -> float:
+        """Standard error of A_seg: sqrt(p(1-p)/n) of each sampled side added in quadrature (an exact
+        side, a terminal outcome, has none; the group's own rollouts count as sampled)."""
+        var = 0.0
+        for values, source in ((self.success_before, self.before_source), (self.success_after, self.after_source)):
+            if source != "terminal" and len(values) > 0:
+                p = sum(values) / len(values)
+                var += p * (1 - p) / len(values)
+        return var**0.5
 
     @classmethod
     def measured(
@@ -50,6 +64,9 @@ class Verification:
         extra_env_steps: int = 0,
         extra_tokens: int = 0,
         continuations=None,
+        continuations_before=None,
+        continuations_after=None,
+        extra_prompt_tokens: int = 0,
     ) -> Verification:
         """A_seg and its p-value from the two sides' outcomes (an exact terminal side is a point)."""
         a_seg = segment_advantage(torch.tensor(after, dtype=torch.float32), torch.tensor(before, dtype=torch.float32))
@@ -64,6 +81,9 @@ class Verification:
             before_source,
             after_source,
             p,
+            list(continuations_before or []),
+            list(continuations_after or []),
+            extra_prompt_tokens,
         )
 
 
@@ -89,7 +109,8 @@ class ValueEstimator:
     extra_env_steps: int = 0
     extra_tokens: int = 0
     extra_prompt_tokens: int = 0
-    continuations: list = field(default_factory=list, repr=False)
+    continuations: list = field(default_factory=list, repr=False)  # the last call's runs
+    runs_by_point: list = field(default_factory=list, repr=False)  # the last call's runs, per point asked
 
     def __post_init__(self):
         if self.m < 1:
@@ -126,8 +147,10 @@ class ValueEstimator:
             for (snap, history, task_id, task), key in zip(starts, keys):
                 runs.append(rollout_from(self.env, snap, self.policy, history, task_id=task_id, task=task, key=key))
         out: list[list[bool]] = [[traj.won] if k == len(traj.turns) else [] for traj, k in points]
+        self.runs_by_point = [[] for _ in points]
         for p, run in zip(owners, runs):
             out[p].append(run.won)
+            self.runs_by_point[p].append(run)
         self.extra_env_steps += sum(len(r.turns) for r in runs)
         self.extra_tokens += sum(len(t.token_ids or []) for r in runs for t in r.turns)
         self.extra_prompt_tokens += sum(len(t.prompt_token_ids or []) for r in runs for t in r.turns)
@@ -155,7 +178,7 @@ def verify_segment(
     if not 0 <= proposal.start <= proposal.end < len(traj.turns):
         raise ValueError(f"proposal turns {proposal.start}..{proposal.end} are outside 0..{len(traj.turns) - 1}")
     est = estimator or ValueEstimator(env, policy, m, pool)
-    steps0, tokens0 = est.extra_env_steps, est.extra_tokens
+    steps0, tokens0, prompts0 = est.extra_env_steps, est.extra_tokens, est.extra_prompt_tokens
     after_k = proposal.end + 1
     reuse_before = proposal.start == 0 and bool(group_outcomes)
     assert group_outcomes is not None or not reuse_before
@@ -170,4 +193,7 @@ def verify_segment(
         extra_env_steps=est.extra_env_steps - steps0,
         extra_tokens=est.extra_tokens - tokens0,
         continuations=est.continuations,
+        continuations_before=[] if reuse_before else est.runs_by_point[0],
+        continuations_after=est.runs_by_point[-1],
+        extra_prompt_tokens=est.extra_prompt_tokens - prompts0,
     )

@@ -1,0 +1,189 @@
+"""credit.jsonl: a record per judged segment, for every env, valid against its schema, and true to
+what the trainer did (the bonus in the record is the bonus in the advantages)."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from trainers.config import load_config
+from trainers.credit_record import SCHEMA, validate
+from trainers.train import Trainer
+
+
+def _setting(name: str) -> list[str]:
+    from trainers.bases import base_dir, recipe
+
+    spec = recipe(name)
+    return [
+        f"env_id={spec['env_id']}",
+        f"env_kwargs={json.dumps(spec['train_kwargs'])}",
+        f"policy_format={json.dumps(spec['format'])}",
+        f"max_tokens={spec['sft']['max_tokens']}",
+        f"model_path={base_dir(name)}",
+        "tasks_per_iteration=4",
+        "group_size=4",
+        "continuations=2",
+        "max_verified_groups=4",
+        "progress=false",
+        "torch_threads=1",
+    ]
+
+
+def _records(out) -> list[dict]:
+    path = out / "credit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+BASES = ["searchqa", "webshop_hasty", "alfworld_hasty"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, bundled_dir):
+    """A short prover run of each env: (out_dir, metrics rows) by base name."""
+    out = {}
+    for base in BASES:
+        run_dir = tmp_path_factory.mktemp(base)
+        trainer = Trainer(load_config(None, [*_setting(base), "iterations=2", "method=prover", f"out_dir={run_dir}"]))
+        out[base] = (run_dir, trainer.run())
+        trainer.close()
+    return out
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_a_short_prover_run_of_each_env_writes_valid_credit_records(runs, base):
+    out, rows = runs[base]
+    records = _records(out)
+    assert len(records) == sum(r["prover/proposed_segments"] for r in rows) > 0
+    for rec in records:
+        validate(rec)
+        traj = rec["trajectories"][rec["proposal"]["trajectory"]]
+        assert 0 <= rec["proposal"]["start"] <= rec["proposal"]["end"] < len(traj["actions"])
+        ver = rec["verification"]
+        assert ver["a_seg"] == pytest.approx(ver["after"]["value"] - ver["before"]["value"])
+        for side in ("before", "after"):
+            s = ver[side]
+            if s["source"] == "continuations":  # each continuation's result is the outcome recorded
+                assert [c["won"] for c in s["continuations"]] == s["outcomes"] and len(s["outcomes"]) == 2
+        assert rec["credited"] == (ver["a_seg"] > 0) and (rec["bonus"] > 0) == rec["credited"]
+        assert rec["credited_tokens"] > 0 if rec["credited"] else rec["credited_tokens"] == 0
+        assert all(len(o) <= rec["obs_chars"] for t in rec["trajectories"] for o in t["observations"])
+        assert any(t["won"] for t in rec["trajectories"]) and not all(t["won"] for t in rec["trajectories"])
+    # the counts in metrics.jsonl are those of the records
+    by_iteration = {r["iteration"]: r for r in rows}
+    for it, row in by_iteration.items():
+        mine = [r for r in records if r["iteration"] == it]
+        assert sum(r["credited"] for r in mine) == row["prover/credited_segments"]
+        assert sum(r["credited_tokens"] for r in mine) == row["prover/credited_tokens"]
+        assert sum(r["cost"]["generated_tokens"] for r in mine) == row["cost/credit_tokens"]
+
+
+def test_records_of_the_ablations_and_the_cap(tmp_path, bundled_dir):
+    out = tmp_path / "unverified"
+    Trainer(
+        load_config(None, [*_setting("searchqa"), "iterations=1", "method=prover_unverified", f"out_dir={out}"])
+    ).run()
+    recs = _records(out)
+    assert recs and all(r["verification"] is None and r["credited"] for r in recs)
+    for r in recs:
+        validate(r)
+    out = tmp_path / "random"
+    Trainer(
+        load_config(
+            None, [*_setting("searchqa"), "iterations=1", "method=prover_random", "credit_records=1", f"out_dir={out}"]
+        )
+    ).run()
+    recs = _records(out)
+    assert len(recs) == 1 and recs[0]["proposal"]["judge"] == "random"
+    out = tmp_path / "exhaustive"
+    Trainer(
+        load_config(
+            None, [*_setting("searchqa"), "iterations=1", "method=prover", "judge={kind: exhaustive}", f"out_dir={out}"]
+        )
+    ).run()
+    recs = _records(out)
+    assert recs and all(r["proposal"]["judge"] == "exhaustive" for r in recs)
+    for r in recs:
+        validate(r)
+
+
+def test_the_schema_refuses_a_broken_record():
+    import jsonschema
+
+    with pytest.raises(jsonschema.ValidationError):
+        validate({"version": 1})
+    assert "verification" in SCHEMA["required"]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium(*args, profile):
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_inspector_page_holds_every_record_and_the_cli_says_what_is_missing(runs, tmp_path):
+    from leaderboards.credit_view import load_records, main, summary
+
+    out, _ = runs["webshop_hasty"]
+    assert main([str(out)]) == 0
+    page = (out / "inspect.html").read_text()
+    records = load_records(out)
+    assert page.count('"iteration"') == len(records) and "A_seg histogram" in page
+    s = summary(records)
+    assert s["records"] == len(records) and sum(b["count"] for b in s["histogram"]) == s["verified"]
+    if s["credited"]:
+        assert sum(s["credited_tokens_by_turn"].values()) == pytest.approx(1.0)
+    assert main([str(tmp_path)]) == 2  # no credit.jsonl: exit 2 with the reason
+    (tmp_path / "credit.jsonl").write_text("{not json\n")
+    with pytest.raises(ValueError, match="credit.jsonl:1"):
+        load_records(tmp_path)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it when apt works)")
+@pytest.mark.parametrize("base", BASES)
+def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
+    from PIL import Image
+
+    from leaderboards.credit_view import write_page
+
+    out, _ = runs[base]
+    page = write_page(out)
+    records = _records(out)
+    pick = next((i for i, r in enumerate(records) if r["credited"]), 0)
+    url = f"{page.as_uri()}#r={pick}"
+    dom = _chromium("--dump-dom", "--virtual-time-budget=3000", url, profile=tmp_path / "p1").stdout
+    dom = dom.split("<script")[0]  # the rendered page, not the script's own text
+    # the script ran: the list and the chosen group are rendered, with no script error recorded
+    assert '<pre id="errors"></pre>' in dom, dom[-2000:]
+    assert dom.count('<tr data-i="') == len(records)
+    assert 'class="turn segment' in dom  # the proposed segment is highlighted
+    assert dom.count('class="bar"') == 2 and 'class="mark ' in dom  # V(before), V(after) and each outcome
+    if records[pick]["credited"]:
+        assert 'class="bonus"' in dom
+    shot = tmp_path / f"{base}.png"
+    _chromium(f"--screenshot={shot}", "--window-size=1300,1400", url, profile=tmp_path / "p2")
+    img = Image.open(shot).convert("RGB")
+    assert img.size == (1300, 1400)
+    colours = img.getcolors(maxcolors=100_000)
+    assert colours is not None and len(colours) > 50  # text, bars and boxes, not a blank page
+    assert any(abs(r - 0xFF) < 8 and abs(g - 0xF3) < 8 and abs(b - 0xB0) < 8 for _, (r, g, b) in colours)  # segment
