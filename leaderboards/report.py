@@ -158,6 +158,41 @@ def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per (env, method) over its seeds: judged / verified / A_seg > 0 / credited segments, the mean
+    A_seg, the judge's localisation against the env's pivot step, and the credited tokens' share by
+    turn position (from each cell's credit record)."""
+    header = ["env", "method", "seeds", "judged", "verified", "A_seg > 0", "credited", "mean A_seg", "hit pivot"]
+    header.append("credited tokens by turn (0 / 1 / 2 / 3+)")
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        if r["extra"].get("credit"):
+            cells.setdefault((r["env"], r["method"]), []).append(r["extra"]["credit"])
+    body = []
+    for (env, method), cs in sorted(cells.items(), key=lambda x: (x[0][0], _order(x[0][1]))):
+        a = [x for c in cs for x in c.get("a_seg", [])]
+        known, hits = sum(c["pivot_known"] for c in cs), sum(c["pivot_hits"] for c in cs)
+        share = [0.0] * 4
+        for c in cs:
+            for turn, v in c["credited_tokens_by_turn"].items():
+                share[min(3, int(turn))] += v / len(cs)
+        body.append(
+            [
+                env,
+                method,
+                str(len(cs)),
+                str(sum(c["records"] for c in cs)),
+                str(sum(c["verified"] for c in cs)),
+                str(sum(c["positive"] for c in cs)),
+                str(sum(c["credited"] for c in cs)),
+                f"{sum(a) / len(a):+.2f}" if a else "-",
+                f"{hits} / {known} ({100 * hits / known:.0f}%)" if known else "not recorded",
+                " / ".join(f"{100 * v:.0f}%" for v in share) if any(share) else "-",
+            ]
+        )
+    return header, body
+
+
 def inspector_links(rows: list[dict]) -> list[tuple[str, str, int, str]]:
     """(env, method, seed, page path relative to the report) of every cell with a credit inspector."""
     out = [(r["env"], r["method"], r["seed"], r["extra"]["inspector"]) for r in rows if r["extra"].get("inspector")]
@@ -397,6 +432,41 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             ax.legend(fontsize=7)
         out["task_types.png"] = png(fig)
 
+    # where the credit went: A_seg histogram per method and the credited tokens' share by turn position
+    credited = [r for r in rows if r["extra"].get("credit")]
+    if credited:
+        methods = sorted({r["method"] for r in credited}, key=_order)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
+        edges = [-1 + 0.25 * i for i in range(9)]
+        for i, method in enumerate(methods):
+            a_segs = [x for r in credited if r["method"] == method for x in r["extra"]["credit"].get("a_seg", [])]
+            if a_segs:
+                ax1.hist(a_segs, bins=edges, alpha=0.5, label=f"{method} ({len(a_segs)})", color=f"C{i}")
+            share: dict[int, float] = {}
+            cells = [r for r in credited if r["method"] == method]
+            for r in cells:
+                for turn, v in r["extra"]["credit"]["credited_tokens_by_turn"].items():
+                    share[int(turn)] = share.get(int(turn), 0.0) + v / len(cells)
+            if share:
+                turns = sorted(share)
+                ax2.bar(
+                    [t + 0.8 * i / len(methods) for t in turns],
+                    [100 * share[t] for t in turns],
+                    0.8 / len(methods),
+                    label=method,
+                    color=f"C{i}",
+                )
+        ax1.set_xlabel("verified A_seg")
+        ax1.set_ylabel("segments")
+        ax1.set_title("A_seg by method (all envs, seeds)")
+        ax2.set_xlabel("turn position")
+        ax2.set_ylabel("credited tokens (%)")
+        ax2.set_title("where the bonus lands")
+        for ax in (ax1, ax2):
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+        out["credit.png"] = png(fig)
+
     # judge precision by verification
     prec = [p for p in db.precisions(preset) if p["env"] in envs and p["precision"] is not None]
     if prec:
@@ -499,12 +569,17 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
             if (c["a"], c["b"]) == ("prover", "grpo")
         ] + [""]
     inspectors = inspector_links(rows)
+    credit = credit_table(rows)
     if inspectors:
         md += [
             "## Where the credit went",
             "",
-            "Each trained ProVer cell's credit inspector (`prover-gym-inspect`): every judged segment, its "
-            "verification and bonus.",
+            "From each trained ProVer cell's credit record (`credit.jsonl`; figure: credit.png): the judged "
+            "segments, how many verified positive and were credited, the judge's localisation against the env's "
+            "pivot step where it records one, and where the credited tokens sit. Each cell's inspector "
+            "(`prover-gym-inspect`) shows every judged segment, its verification and bonus.",
+            "",
+            _md(*credit) if credit[1] else "",
             "",
         ]
         md += [f"- {env} {method} seed {seed}: [{link}]({link})" for env, method, seed, link in inspectors] + [""]
@@ -599,7 +674,7 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
             _html_table(*_comparison_table(comps)),
         ]
     if inspectors:
-        parts += ["<h2>Where the credit went (credit inspectors)</h2><ul>"]
+        parts += ["<h2>Where the credit went</h2>", _html_table(*credit) if credit[1] else "", "<ul>"]
         parts += [
             f"<li>{html.escape(f'{env} {method} seed {seed}')}: "
             f"<a href='{html.escape(link)}'>{html.escape(link)}</a></li>"

@@ -349,9 +349,14 @@ def train(
         curve = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     extra: dict[str, Any] = {"model": str(run_dir / "checkpoint" / "model"), "train_hash": digest}
     if (run_dir / "credit.jsonl").is_file():  # where the credit went: the run's inspector page
-        from leaderboards.credit_view import write_page
+        from leaderboards.credit_view import load_records, summary, write_page
 
         extra["inspector"] = str(write_page(run_dir).relative_to(out))
+        records = load_records(run_dir)
+        extra["credit"] = {
+            **summary(records),
+            "a_seg": [round(r["verification"]["a_seg"], 4) for r in records if r.get("verification")],
+        }
     if curve:
         for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
             extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)

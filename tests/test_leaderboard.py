@@ -94,6 +94,7 @@ def test_smoke_tables(smoke):
     # every trained prover cell links its credit inspector, and the page is there
     links = [line.split("](")[1].rstrip(")") for line in md.splitlines() if "prover seed 0: [" in line]
     assert "## Where the credit went" in md and links and all((out / link).is_file() for link in links)
+    assert "| env | method | seeds | judged | verified | A_seg > 0 | credited | mean A_seg | hit pivot |" in md
     assert all(
         set(r["extra"]["outcomes"].values()) <= {0, 1} and len(r["extra"]["outcomes"]) == 4 for r in doc["results"]
     )
