@@ -7,6 +7,7 @@ that made it succeed; the only kind ProVer's positive-only credit can reward), `
 failed trajectory's mistake) or ``any``.
 
 Kinds: ``random``, ``first_divergence``, ``oracle`` (the env's scripted expert, privileged),
+``pivot`` (the turn the env records as deciding, ``info["pivot_step"]``: the targeting upper bound),
 ``exhaustive`` (verifies every turn boundary: the upper bound; needs ``bind(estimator)``),
 ``openai`` and ``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic``
 (tool-calling, over a ``backend``).
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from judges.base import SIDES, Judge, Proposal, mixed_outcome
 
-KINDS = ("random", "first_divergence", "oracle", "exhaustive", "openai", "hf", "vllm", "agentic")
+KINDS = ("random", "first_divergence", "oracle", "pivot", "exhaustive", "openai", "hf", "vllm", "agentic")
 
 
 def make(cfg) -> Judge:
@@ -44,6 +45,10 @@ def make(cfg) -> Judge:
         from judges.oracle import OracleJudge
 
         return OracleJudge(**cfg)
+    if kind == "pivot":
+        from judges.oracle import PivotJudge
+
+        return PivotJudge(**cfg)
     if kind == "exhaustive":
         from judges.exhaustive import ExhaustiveJudge
 

@@ -60,3 +60,32 @@ class OracleJudge:
         if best is None:
             return None
         return Proposal(best[0], best[1], best[1], "the expert's action where a failed attempt departed from it")
+
+
+def recorded_pivot(traj: Trajectory) -> int | None:
+    """The env's ``info["pivot_step"]`` at the trajectory's last step (the deciding action), if any."""
+    if not traj.turns:
+        return None
+    k = (traj.turns[-1].info or {}).get("pivot_step")
+    return k if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < len(traj.turns) else None
+
+
+class PivotJudge:
+    """The targeting upper bound: the turn the env itself records as the deciding one
+    (``info["pivot_step"]``, set by the settings with a known pivot), of the first trajectory on
+    ``side`` that has one. Privileged: it reads what no real judge can see. None when the env
+    records no pivot."""
+
+    def __init__(self, side: str = "won"):
+        self.side = check_side(side)
+
+    def propose(self, group: list[Trajectory]) -> Proposal | None:
+        if not mixed_outcome(group):
+            return None
+        for i, traj in enumerate(group):
+            if self.side != "any" and traj.won != (self.side == "won"):
+                continue
+            k = recorded_pivot(traj)
+            if k is not None:
+                return Proposal(i, k, k, "the env's recorded pivot step (privileged)")
+        return None

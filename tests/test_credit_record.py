@@ -187,3 +187,47 @@ def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
     colours = img.getcolors(maxcolors=100_000)
     assert colours is not None and len(colours) > 50  # text, bars and boxes, not a blank page
     assert any(abs(r - 0xFF) < 8 and abs(g - 0xF3) < 8 and abs(b - 0xB0) < 8 for _, (r, g, b) in colours)  # segment
+
+
+def test_credit_options_faithful_to_the_premise(tmp_path, bundled_dir):
+    """Every mixed group judged; V(before) from its own continuations; the exhaustive judge's pick
+    verified again on fresh continuations; the placebo on the won side."""
+    out = tmp_path / "all"
+    extra = ["max_verified_groups=null", "value_before=continuations", "iterations=1", "method=prover"]
+    rows = Trainer(load_config(None, [*_setting("searchqa"), *extra, f"out_dir={out}"])).run()
+    recs = _records(out)
+    assert len(recs) == rows[0]["groups/mixed"] == rows[0]["prover/proposed_segments"] > 0
+    assert all(r["verification"]["before"]["source"] in ("continuations", "terminal") for r in recs)
+    out = tmp_path / "reverify"
+    exhaustive = ["judge={kind: exhaustive}", "reverify=true", "iterations=1", "method=prover"]
+    Trainer(load_config(None, [*_setting("searchqa"), *exhaustive, f"out_dir={out}"])).run()
+    recs = _records(out)
+    assert recs and all(r["proposal"]["judge"] == "exhaustive" for r in recs)
+    for r in recs:  # the credited estimate comes from fresh continuations, not the judge's own maximum
+        sides = [r["verification"][s] for s in ("before", "after")]
+        assert any(s["source"] == "continuations" and s["continuations"] for s in sides)
+    out = tmp_path / "placebo"
+    Trainer(load_config(None, [*_setting("searchqa"), "iterations=1", "method=prover_random", f"out_dir={out}"])).run()
+    recs = _records(out)
+    assert recs and all(r["trajectories"][r["proposal"]["trajectory"]]["won"] for r in recs)
+    assert all(r["proposal"]["side"] == "won" for r in recs)
+    with pytest.raises(ValueError, match="value_before"):
+        load_config(None, ["value_before=own"])
+
+
+def test_the_pivot_judge_proposes_the_recorded_pivot():
+    import judges
+    from agents.trajectory import Trajectory, Turn
+
+    def traj(won, pivot):
+        turns = [Turn("o", "t", f"a{k}", 0.0, None) for k in range(4)]
+        turns[-1].info = {"pivot_step": pivot} if pivot is not None else {}
+        return Trajectory("prover/ALFWorld-v0", "t", "task", turns, won=won)
+
+    judge = judges.make({"kind": "pivot"})
+    p = judge.propose([traj(False, 1), traj(True, None), traj(True, 2)])
+    assert (p.trajectory, p.start, p.end) == (2, 2, 2)
+    p = judges.make({"kind": "pivot", "side": "failed"}).propose([traj(False, 1), traj(True, 2)])
+    assert (p.trajectory, p.start) == (0, 1)
+    assert judge.propose([traj(False, 1), traj(True, None)]) is None  # no recorded pivot: no proposal
+    assert judge.propose([traj(True, 1), traj(True, 2)]) is None  # not a mixed group

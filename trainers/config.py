@@ -85,7 +85,19 @@ class TrainConfig:
     )
     continuations: int = _f(4, "ProVer: M continuations from each side of the segment")
     sign: str = _f("positive", "ProVer: credit positive segment advantages only (the paper) or both signs")
-    max_verified_groups: int = _f(2, "ProVer: cap on verified groups per iteration")
+    max_verified_groups: int | None = _f(
+        2, "ProVer: cap on judged groups per iteration (the first mixed ones); None = every mixed group"
+    )
+    value_before: str = _f(
+        "group",
+        "ProVer: V(before) of a segment that starts at turn 0: 'group' reuses the group's own rollouts (free, "
+        "but conditioned on the group being mixed: biased toward 0.5); 'continuations' samples M of its own",
+    )
+    reverify: bool = _f(
+        False,
+        "ProVer: verify a judge's self-measured proposal (the exhaustive judge's best turn) again on fresh "
+        "continuations, so its credit is not the max over noisy estimates (a winner's curse)",
+    )
     min_a_seg: float = _f(0.0, "ProVer: credit only segments whose verified A_seg exceeds this")
     gate_alpha: float | None = _f(
         None,
@@ -100,7 +112,7 @@ class TrainConfig:
     credit_obs_chars: int = _f(300, "credit.jsonl: observations are cut to this many characters")
     judge: dict = _f(
         {"kind": "first_divergence", "side": "won"},
-        "judge config (judges.make); prover_random always uses {kind: random, side: any}",
+        "judge config (judges.make); prover_random uses {kind: random} on this judge's side (won by default)",
     )
     policy_format: dict = _f(
         {}, "kwargs of the env's prompt format (agents.formats.make_format), e.g. {history_length: 1}"
@@ -182,6 +194,10 @@ class TrainConfig:
             raise ValueError(f"gate_alpha={self.gate_alpha!r}; use a probability in (0, 1], or null for no gate")
         if self.invalid_action_penalty < 0:
             raise ValueError("invalid_action_penalty must be >= 0 (it is subtracted)")
+        if self.value_before not in ("group", "continuations"):
+            raise ValueError(f"value_before={self.value_before!r}; use 'group' or 'continuations'")
+        if self.max_verified_groups is not None and self.max_verified_groups < 0:
+            raise ValueError("max_verified_groups must be >= 0, or null for every mixed group")
         if self.match_ratio < 0:
             raise ValueError(f"match_ratio={self.match_ratio!r}; use a fraction >= 0 (0.15 = 15% more tasks)")
         if self.method == "grpo_matched" and self.match_ratio <= 0:

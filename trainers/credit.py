@@ -8,7 +8,8 @@ segment bonus, with the hygiene options (zero-variance groups, invalid-action pe
 
 A group is verified only when it has both successes and failures (at most ``max_verified_groups``
 per iteration). ``prover_unverified`` trusts the judge (A_seg = 1, no continuations);
-``prover_random`` verifies a random segment of a random trajectory with the same budget.
+``prover_random`` verifies a random segment of a random trajectory on the judge's side with the
+same budget.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ class CreditAssigner:
             tokens = [turns_to_tokens(a, lay) for a, lay in zip(per_turn, layouts)]
             if mixed_outcome(group):
                 stats.mixed_groups += 1
-                if prover and stats.proposed < cfg.max_verified_groups:
+                if prover and (cfg.max_verified_groups is None or stats.proposed < cfg.max_verified_groups):
                     self._prover(group, rewards, tokens, layouts, estimator, stats)
             out += tokens
         if estimator is not None:
@@ -189,13 +190,20 @@ class CreditAssigner:
 
     def _verification(self, proposal, traj, group, estimator) -> Verification:
         ev = proposal.evidence
-        if isinstance(ev, dict) and "before" in ev:  # the exhaustive judge measured it already
+        if isinstance(ev, dict) and "before" in ev and not self.cfg.reverify:  # the exhaustive judge measured it
             return Verification.measured(
                 ev["before"],
                 ev["after"],
                 before_source=ev.get("before_source", ""),
                 after_source=ev.get("after_source", ""),
             )
+        if isinstance(ev, dict) and "before" in ev:  # re-verify on fresh continuations (another key namespace)
+            namespace, estimator.namespace = estimator.namespace, "reverify"
+            try:
+                return verify_segment(None, traj, proposal, None, self.cfg.continuations, estimator=estimator)
+            finally:
+                estimator.namespace = namespace
+        reuse = self.cfg.value_before == "group"
         return verify_segment(
             None,
             traj,
@@ -203,7 +211,7 @@ class CreditAssigner:
             None,
             self.cfg.continuations,
             estimator=estimator,
-            group_outcomes=[t.won for t in group],
+            group_outcomes=[t.won for t in group] if reuse else None,
         )
 
 

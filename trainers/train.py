@@ -9,7 +9,8 @@ Same loop for every method; only the advantages differ (the registry in trainers
 - ``gigpo``: + the step-group advantage of turns that share an exact state (Feng et al. 2025);
 - ``prover``: + beta * A_seg on the judge's segment (default: the successful trajectory's decisive
   turn), A_seg verified by M continuations from both sides, positive estimates only;
-- ``prover_random``: the same verification of a random segment of a random trajectory (any outcome);
+- ``prover_random``: the same verification of a random segment of a random trajectory on the judge's
+  side (won by default: the placebo differs from ``prover`` only in where the segment is);
 - ``prover_unverified``: the judge's segment credited with A_seg = 1, no continuations.
 Where each part lives: checkpoints ``trainers/checkpoint.py``, SFT ``trainers/sft.py``, rollouts
 ``Trainer.collect``, advantages ``trainers/credit.py``, the learner step ``trainers/learner.py``.
@@ -156,7 +157,9 @@ class Trainer:
                 }
             )
         self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
-        judge_cfg = {"kind": "random", "side": "any", "seed": cfg.seed} if cfg.method == "prover_random" else cfg.judge
+        judge_cfg = cfg.judge
+        if cfg.method == "prover_random":  # the placebo: a random segment on the judge's side, same budget
+            judge_cfg = {"kind": "random", "side": (cfg.judge or {}).get("side", "won"), "seed": cfg.seed}
         self.judge = judges.make(judge_cfg)
         # the task stream: which tasks each iteration trains on, the same for every method of a seed
         # (its own stream: SFT and the judges draw from theirs, sampling is keyed per row)
