@@ -64,8 +64,66 @@ class HastyExpert(ExpertPolicy):
         return super().act(env, observation, info, history)
 
 
+DISTRACTORS = ("look", "inventory")
+
+
+class SkipExpert(ExpertPolicy):
+    """A demonstrator with one early, pivotal mistake and a competent tail (ALFWorld heat / cool /
+    clean tasks from ``start="object"``, ``env.unwrapped.skip_action()``): at the pivot (the object
+    just taken) it skips the transform with probability ``p``, going straight to the target, and
+    then plays on as if nothing were wrong: it places the object there and idles (``look``) until
+    the budget ends, so the failure shows only at the end. Both kinds of episode take ``distractors``
+    routine turns (``look`` / ``inventory``, which change nothing) right after the pivot: with an env
+    ``budget_slack`` of 1 + distractors, the outcome comes that many turns later. Stateless: what it
+    did at the pivot is read from the history."""
+
+    name = "skip_expert"
+
+    def __init__(self, p: float = 0.5, distractors: int = 0, seed: int = 0):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"SkipExpert p={p!r}: a probability in [0, 1]")
+        if not isinstance(distractors, int) or distractors < 0:
+            raise ValueError(f"SkipExpert distractors={distractors!r}: a count >= 0")
+        self.p, self.distractors, self.rng = p, distractors, random.Random(seed)
+
+    def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        base = env.unwrapped
+        if not hasattr(base, "skip_action"):
+            raise ValueError("a skip demonstrator needs env.unwrapped.skip_action() (ALFWorld)")
+        history = list(history or [])
+        if base.at_pivot():
+            skip = base.skip_action()
+            if skip is not None and self.rng.random() < self.p:
+                return PolicyOutput(skip, skip, True)
+            return super().act(env, observation, info, history)
+        taken = next((k for k, t in enumerate(history) if t.action.startswith("take ")), None)
+        pivot = taken + 1 if taken is not None else None
+        if pivot is None or pivot >= len(history):
+            return super().act(env, observation, info, history)
+        since = len(history) - pivot - 1  # turns played since the pivot
+        if since < self.distractors:
+            action = DISTRACTORS[since % len(DISTRACTORS)]
+            return PolicyOutput(action, action, True)
+        went = history[pivot].action
+        skipped = went.startswith("go to ") and went != _expert_at_pivot(history, taken)
+        if not skipped:
+            return super().act(env, observation, info, history)
+        obj = history[taken].action[len("take ") :].split(" from ", 1)[0]
+        place = f"move {obj} to {went[len('go to ') :]}"
+        if not any(t.action == place for t in history[pivot:]) and place in (info.get("admissible_actions") or []):
+            return PolicyOutput(place, place, True)
+        return PolicyOutput("look", "look", True)
+
+
+def _expert_at_pivot(history, taken: int) -> str | None:
+    """The expert's move at the pivot: its plan in the info that followed the take."""
+    plan = (history[taken].info or {}).get("expert_plan") or []
+    return plan[0] if plan else None
+
+
 def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
-    """The SFT demonstrator of a config: {} or {kind: expert} = the expert; {kind: hasty, p: 0.6}."""
+    """The SFT demonstrator of a config: {} or {kind: expert} = the expert; {kind: hasty, p: 0.6};
+    {kind: skip, p: 0.5, distractors: 0} (ALFWorld's pivot settings: ``SkipExpert``)."""
     spec = dict(spec or {})
     kind = spec.pop("kind", "expert")
     if kind == "expert" and not spec:
@@ -75,7 +133,12 @@ def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
         if bad:
             raise ValueError(f"sft_demonstrator {{kind: hasty}}: unknown keys {bad}; it takes p")
         return HastyExpert(float(spec.get("p", 0.6)), seed)
-    raise ValueError(f"sft_demonstrator kind={kind!r}: use expert or hasty (with p)")
+    if kind == "skip":
+        bad = sorted(set(spec) - {"p", "distractors"})
+        if bad:
+            raise ValueError(f"sft_demonstrator {{kind: skip}}: unknown keys {bad}; it takes p and distractors")
+        return SkipExpert(float(spec.get("p", 0.5)), int(spec.get("distractors", 0)), seed)
+    raise ValueError(f"sft_demonstrator kind={kind!r}: use expert, hasty (with p) or skip (with p, distractors)")
 
 
 class RandomPolicy:

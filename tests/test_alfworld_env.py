@@ -124,7 +124,7 @@ def test_bad_actions_keep_state(env, action):
     assert reward == 0.0 and not term
     assert "error" in info and info["step"] == before.step + 1
     assert env.unwrapped.admissible_actions() == admissible
-    assert env.unwrapped.engine._ops == list(before.state.ops)
+    assert env.unwrapped.engine._ops == list(before.state.engine.ops)
 
 
 def test_expert_off_still_generates_checked_games(tmp_path, monkeypatch):

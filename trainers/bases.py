@@ -120,6 +120,39 @@ RECIPES["alfworld_hasty"] = {
 }
 
 
+# settings with a known pivot (issue "Where credit assignment decides"): ALFWorld heat / cool / clean from
+# the object, where the move after the take (the appliance, or straight to the target) decides the task and
+# the env records it (info["pivot_step"]); SFT on a demonstrator that skips the transform with p = 0.5 and
+# plays a competent-looking tail (agents.baselines.SkipExpert). `_long` adds 7 routine turns (look /
+# inventory) after the pivot, so the outcome shows >= 10 turns after the decision (the paper's regime of
+# long episodes, where uniform credit is diluted most); its prompt shows the history the count needs.
+_PIVOT_KWARGS = {
+    "task_types": [
+        "pick_heat_then_place_in_recep",
+        "pick_cool_then_place_in_recep",
+        "pick_clean_then_place_in_recep",
+    ],
+    "max_receptacles": 5,
+    "num_distractors": 1,
+    "max_steps": 30,
+    "num_games": 1800,
+    "start": "object",
+}
+for _name, _d, _history in (("alfworld_pivot", 0, 1), ("alfworld_pivot_long", 7, 9)):
+    RECIPES[_name] = {
+        "init": "alfworld",
+        "env_id": "prover/ALFWorld-v0",
+        "train_kwargs": {"split": "train", **_PIVOT_KWARGS, "budget_slack": 1 + _d},
+        "eval_kwargs": {"split": "valid_unseen", **_PIVOT_KWARGS, "budget_slack": 1 + _d},
+        "format": {"history_length": _history},
+        "sft": {
+            **RECIPES["alfworld"]["sft"],
+            "sft_steps": 400,
+            "sft_demonstrator": {"kind": "skip", "p": 0.5, "distractors": _d},
+        },
+    }
+
+
 class BaseError(ValueError):
     """An unknown base name, or a base directory that is missing or incomplete."""
 

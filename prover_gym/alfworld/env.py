@@ -15,13 +15,22 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from prover_gym.alfworld import data as alf_data
 from prover_gym.alfworld.engine import AlfredEngine, EngineError
 from prover_gym.alfworld.generator import TASK_TYPES
 from prover_gym.core import Outcome, TextEnv
 
+class AlfState(NamedTuple):
+    """The env's state in a snapshot: the engine's, and when the goal object was taken (the pivot)."""
+
+    engine: Any  # prover_gym.alfworld.engine.EngineState
+    taken_at: int | None
+
+
+# task types whose goal needs a transform on the way (heat, cool, clean): their pivot is where the object goes first
+PIVOT_TASK_TYPES = ("pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_clean_then_place_in_recep")
 _TASK_MARK = "Your task is to: "
 
 
@@ -58,6 +67,12 @@ class ALFWorldEnv(TextEnv):
             so its next plan can change (after ``""`` it is ``look``).
         budget_slack: with ``start="object"``, a per-task step budget of (the expert's remaining
             plan + ``budget_slack``), capped by ``max_steps``; 0 makes every wrong command final.
+
+    The pivot (``start="object"``, heat / cool / clean tasks): once the goal object is taken, the next
+    action decides where it goes: to the appliance the goal's transform needs, or elsewhere (straight
+    to the target, where placing it untransformed loses the task). The final step's info carries
+    ``pivot_step``: the 0-based index of that action in the episode, or None when the object was never
+    taken (or no action followed); other task types and ``start="room"`` record None.
     """
 
     env_id = "prover/ALFWorld-v0"
@@ -114,6 +129,8 @@ class ALFWorldEnv(TextEnv):
             )
         self.invalid_to_expert = invalid_to_expert
         self._budgets: dict[str, int] = {}  # task id -> the expert's plan length from the start state
+        self._takes: dict[str, str] = {}  # task id -> the command that takes the goal object (start="object")
+        self._taken_at: int | None = None  # the step (1-based) whose action took the goal object
         for t in task_types or ():
             if t not in TASK_TYPES:
                 raise ValueError(f"task_types: unknown task type {t!r}; use some of {list(TASK_TYPES)}")
@@ -208,9 +225,12 @@ class ALFWorldEnv(TextEnv):
         if self.start == "room":
             return self.engine.feedback()
         feedback = self.engine.feedback()
+        self._taken_at = None
         for _ in range(self.max_steps):  # the expert's moves until its next command takes the object
             plan = self.engine.expert_plan()
             if not plan or plan[0].startswith("take "):
+                if plan:
+                    self._takes[task_id] = plan[0]
                 break
             feedback, _ = self.engine.step(plan[0])
         if task_id not in self._budgets:  # the expert's steps from here to the goal (its plan is one step)
@@ -241,15 +261,19 @@ class ALFWorldEnv(TextEnv):
         feedback, won = self.engine.step(action)
         if not admissible:
             return Outcome(observation=feedback, info={"error": _inadmissible(command)})
+        if self._taken_at is None and command == self._takes.get(self._task_id or ""):
+            self._taken_at = self._step
         return Outcome(observation=feedback, reward=1.0 if won else 0.0, terminated=won, won=won)
 
     def _get_state(self) -> Any:
-        return self.engine.snapshot()
+        return AlfState(self.engine.snapshot(), self._taken_at)
 
     def _set_state(self, state: Any) -> None:
         assert self._task_id is not None  # restore() sets it before calling this hook
+        state, taken_at = state.engine, state.taken_at
         if self.start != "room" and self._task_id not in self._budgets:  # a snapshot made in another env
             self._load_task(self._task_id)
+        self._taken_at = taken_at
         path = self._enter(self._task_id)
         if state.game != str(path):  # made on another machine or cache: same game, other path
             state = dataclasses.replace(state, game=str(path), token=(None, -1))
@@ -285,9 +309,49 @@ class ALFWorldEnv(TextEnv):
             self.engine.restore(state)
         return after[0] if after and after[0].startswith("move ") else None
 
+    def at_pivot(self) -> bool:
+        """Whether the next action is the pivot: the goal object was taken by the last action, in a
+        heat / cool / clean task from ``start="object"``."""
+        return (
+            self.start != "room"
+            and self._meta.get("task_type") in PIVOT_TASK_TYPES
+            and self._taken_at is not None
+            and self._step == self._taken_at
+            and not (self._terminated or self._truncated)
+        )
+
+    def skip_action(self) -> str | None:
+        """At the pivot, the move that skips the transform: straight to the receptacle the goal names
+        (found by playing the expert ahead on the engine, then back); None elsewhere."""
+        if not self.at_pivot():
+            return None
+        state = self.engine.snapshot()
+        try:
+            for _ in range(self.max_steps):
+                plan = self.engine.expert_plan()
+                if not plan:
+                    return None
+                if plan[0].startswith("move "):
+                    target = plan[0].split(" to ", 1)[1]
+                    return f"go to {target}"
+                self.engine.step(plan[0])
+        finally:
+            self.engine.restore(state)
+        return None
+
+    def pivot_step(self) -> int | None:
+        """The 0-based index of the action that followed taking the goal object (heat / cool / clean
+        tasks from ``start="object"``: the appliance or not), or None (see the class docstring)."""
+        if self.start == "room" or self._meta.get("task_type") not in PIVOT_TASK_TYPES or self._taken_at is None:
+            return None
+        return self._taken_at if self._step > self._taken_at else None
+
     def _extra_info(self) -> dict:
-        return {
+        info = {
             "task_type": self._meta.get("task_type", ""),
             "floor_plan": self._meta.get("floor_plan", ""),
             "expert_plan": self.engine.expert_plan() if self._task_id is not None else [],
         }
+        if self._terminated or self._truncated:  # the episode's deciding action, where the setting has one
+            info["pivot_step"] = self.pivot_step()
+        return info
