@@ -97,9 +97,9 @@ class SkipExpert(ExpertPolicy):
                 return PolicyOutput(skip, skip, True)
             return super().act(env, observation, info, history)
         taken = next((k for k, t in enumerate(history) if t.action.startswith("take ")), None)
-        pivot = taken + 1 if taken is not None else None
-        if pivot is None or pivot >= len(history):
+        if taken is None or taken + 1 >= len(history):
             return super().act(env, observation, info, history)
+        pivot = taken + 1
         since = len(history) - pivot - 1  # turns played since the pivot
         if since < self.distractors:
             action = DISTRACTORS[since % len(DISTRACTORS)]

@@ -46,16 +46,31 @@ def test_key_seed_is_stable_and_distinguishes_keys():
     assert key_seed(("x",)) == key_seed(("x",)) and isinstance(key_seed(("x",)), int)
 
 
-def test_keyed_sampler_draws_the_tempered_softmax():
+@pytest.mark.parametrize("counter", [False, True], ids=["generators", "counter"])
+def test_keyed_sampler_draws_the_tempered_softmax(counter):
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0, -3.0])
     n, temperature = 6000, 0.7
-    sampler = KeyedSampler([("k", i) for i in range(n)], temperature)
+    sampler = KeyedSampler([("k", i) for i in range(n)], temperature, counter=counter)
     sampler(None, logits.expand(n, -1).clone())
     freq = torch.bincount(sampler.chosen[0], minlength=5).float() / n
     probs = torch.softmax(logits / temperature, -1)
     assert torch.allclose(freq, probs, atol=4 * math.sqrt(0.25 / n))
     # the recorded log-prob is the clean one of the chosen token, not the perturbed score
     assert torch.allclose(sampler.logprobs[0], torch.log(probs)[sampler.chosen[0]], atol=1e-5)
+
+
+def test_counter_noise_is_uniform_and_a_function_of_seed_step_and_index():
+    from agents.backends.sampling import counter_uniform
+
+    seeds = torch.tensor([12345, 2**62 + 7, 99], dtype=torch.int64)
+    u = counter_uniform(seeds, 0, 50_000)
+    assert 0 < float(u.min()) and float(u.max()) < 1
+    assert torch.allclose(u.mean(1), torch.full((3,), 0.5, dtype=torch.float64), atol=0.01)
+    assert torch.allclose(u.var(1) * 12, torch.ones(3, dtype=torch.float64), atol=0.03)
+    # a row's numbers do not depend on the other rows, and steps and seeds are uncorrelated
+    assert torch.equal(counter_uniform(seeds[1:2], 0, 50_000)[0], u[1])
+    corr = torch.corrcoef(torch.stack([u[0], counter_uniform(seeds, 1, 50_000)[0], u[2]]))
+    assert float((corr - torch.eye(3, dtype=torch.float64)).abs().max()) < 0.02
 
 
 def test_keyed_sampler_respects_the_nucleus():

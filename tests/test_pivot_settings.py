@@ -50,9 +50,9 @@ def test_skipping_the_transform_fails_only_at_the_end(env, long_env, distractors
         assert f"move {obj} to {target}" in [u.action for u in traj.turns]  # the competent-looking tail
         assert len(traj.turns) - 1 - 1 >= 3 + distractors  # the outcome comes turns after the pivot
         won = rollout(e, SkipExpert(p=0.0, distractors=distractors), task_id=task)
-        assert won.won and [u.action for u in won.turns[2 : 2 + distractors]] == (["look", "inventory"] * 3)[
-            :distractors
-        ]
+        assert (
+            won.won and [u.action for u in won.turns[2 : 2 + distractors]] == (["look", "inventory"] * 3)[:distractors]
+        )
 
 
 def test_skip_action_only_at_the_pivot_and_the_pivot_survives_restore(env):
@@ -77,9 +77,7 @@ def test_skip_action_only_at_the_pivot_and_the_pivot_survives_restore(env):
 
 
 def test_other_task_types_and_room_starts_record_no_pivot():
-    e = gym.make(
-        "prover/ALFWorld-v0", task_types=["pick_and_place_simple"], budget_slack=1, **SETTING
-    )
+    e = gym.make("prover/ALFWorld-v0", task_types=["pick_and_place_simple"], budget_slack=1, **SETTING)
     traj = rollout(e, ExpertPolicy(), task_id=e.unwrapped.task_ids()[0])
     assert traj.won and traj.turns[-1].info["pivot_step"] is None
     e.close()

@@ -61,6 +61,12 @@ def test_generation_matches_hf(engine, tiny):
     assert [c.token_ids for c in greedy_v] == [c.token_ids for c in greedy_h]
     sampled = engine.chat(conv * 4, temperature=1.0)
     assert len({tuple(c.token_ids) for c in sampled}) > 1  # per-request seeds: a group's samples differ
+    # keyed rows (common random numbers): a row's tokens depend on its key, not on the rest of the batch
+    keys = [("rollout", 0, 0, "a", 0), ("rollout", 0, 0, "b", 0), ("rollout", 0, 0, "a", 1)]
+    batch = engine.chat([conv[0], conv[1], conv[0]], keys=keys, temperature=1.0)
+    alone = [engine.chat([c], keys=[k], temperature=1.0)[0] for c, k in zip([conv[0], conv[1], conv[0]], keys)]
+    assert [c.token_ids for c in batch] == [c.token_ids for c in alone]
+    assert batch[0].token_ids != batch[2].token_ids  # the same prompt under two keys: two samples
     model = _hf(tiny)
     for c in sampled:
         ref = _hf_logprobs(model, c.prompt_token_ids, c.token_ids)

@@ -77,7 +77,9 @@ class HFBackend(LocalChatBackend):
         torch = self.torch
         batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
         greedy = params["temperature"] <= 0
-        sampler = None if greedy else KeyedSampler(keys, params["temperature"], params["top_p"])
+        # on an accelerator the noise is computed there (counter-based); on the CPU, per-row generators
+        counter = not str(self.device).startswith("cpu")
+        sampler = None if greedy else KeyedSampler(keys, params["temperature"], params["top_p"], counter=counter)
         with torch.no_grad():
             gen = self.model.generate(
                 **batch,

@@ -47,29 +47,61 @@ def nucleus_mask(logp: torch.Tensor, top_p: float) -> torch.Tensor:
     return mask.scatter(-1, order, keep_sorted)
 
 
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+_GOLDEN, _M1, _M2 = _signed(0x9E3779B97F4A7C15), _signed(0xBF58476D1CE4E5B9), _signed(0x94D049BB133111EB)
+
+
+def counter_uniform(seeds: torch.Tensor, step: int, vocab: int) -> torch.Tensor:
+    """Uniforms in (0, 1), shape [B, V], as a pure function of (row seed, step, vocabulary index):
+    splitmix64 (Steele et al. 2014) over int64 tensors with wrapping arithmetic, computed on the
+    seeds' device in one vectorised pass. The same numbers on any device (integer arithmetic is
+    exact), with no per-row generator and no host round trip: the accelerators' noise."""
+    index = torch.arange(vocab, dtype=torch.int64, device=seeds.device) + (step * vocab + 1)
+    x = seeds[:, None] + index[None, :] * _GOLDEN
+    x = x ^ ((x >> 30) & ((1 << 34) - 1))
+    x = x * _M1
+    x = x ^ ((x >> 27) & ((1 << 37) - 1))
+    x = x * _M2
+    x = x ^ ((x >> 31) & ((1 << 33) - 1))
+    return (((x >> 11) & ((1 << 53) - 1)).to(torch.float64) + 0.5) / float(1 << 53)
+
+
 class KeyedSampler:
     """A transformers ``LogitsProcessor`` for *greedy* search that turns it into keyed sampling:
     it returns ``logp + Gumbel noise`` (so the greedy argmax is the sample) and records, per step,
     the chosen token and its clean log-probability. One ``torch.Generator`` per row."""
 
-    def __init__(self, keys: Sequence[Key], temperature: float, top_p: float = 1.0, device: str = "cpu"):
+    def __init__(self, keys: Sequence[Key], temperature: float, top_p: float = 1.0, *, counter: bool = False):
+        """``counter``: draw the noise with ``counter_uniform`` on the logits' device (the accelerators'
+        default: one vectorised pass) instead of one CPU ``torch.Generator`` per row (the CPU default,
+        ~8 ms a step for 48 rows x 4096 entries). The two give different, equally exact draws."""
         if temperature <= 0:
             raise ValueError("keyed sampling needs temperature > 0 (temperature 0 is greedy: nothing is drawn)")
-        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.temperature, self.top_p, self.counter = float(temperature), float(top_p), counter
+        self.seeds = [key_seed(key) for key in keys]
         self.generators = []
-        for key in keys:
-            g = torch.Generator(device=device)
-            g.manual_seed(key_seed(key))
-            self.generators.append(g)
+        if not counter:
+            for seed in self.seeds:
+                g = torch.Generator()
+                g.manual_seed(seed)
+                self.generators.append(g)
+        self._seeds: torch.Tensor | None = None  # the row seeds on the logits' device (counter mode)
         self.chosen: list[torch.Tensor] = []
         self.logprobs: list[torch.Tensor] = []
 
     def noise(self, vocab: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
-        """This step's Gumbel noise [B, V]: each row from its own generator (batch-independent)."""
-        rows = [
-            torch.empty(vocab, dtype=torch.float64, device=device).exponential_(generator=g) for g in self.generators
-        ]
-        return (-torch.stack(rows).log()).to(dtype)
+        """This step's Gumbel noise [B, V], each row a function of its own key only (batch-independent):
+        from its CPU generator (moved to ``device``), or with ``counter`` computed on ``device``."""
+        if self.counter:
+            if self._seeds is None or self._seeds.device != torch.device(device):
+                self._seeds = torch.tensor(self.seeds, dtype=torch.int64, device=device)
+            u = counter_uniform(self._seeds, len(self.chosen), vocab)
+            return (-(-u.log()).log()).to(dtype)
+        rows = [torch.empty(vocab, dtype=torch.float64).exponential_(generator=g) for g in self.generators]
+        return (-torch.stack(rows).log()).to(device=device, dtype=dtype)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)
