@@ -87,7 +87,9 @@ def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
     pair's eval noise only. Over all envs, a seed's difference is the mean of its envs' differences
     (seeds that ran in every env)."""
     out = []
-    for a, b in COMPARISONS:
+    named = {m for pair in COMPARISONS for m in pair}
+    extra = sorted({r["method"] for r in rows} - named - set(METHOD_ORDER), key=_order)  # preset variants
+    for a, b in list(COMPARISONS) + [(m, "grpo") for m in extra]:
         by_env = {}
         for env in envs:
             sa, sb, xa, xb = _per_seed(rows, env, a, b)

@@ -39,6 +39,7 @@ TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_
 MATCHED, MATCHED_TO = "grpo_matched", "prover"
 PRESET_KEYS = {
     "name",
+    "variants",
     "model",
     "backend",
     "seeds",
@@ -85,6 +86,16 @@ def load_preset(name_or_path: str) -> dict:
     preset.setdefault("eval", {})
     preset.setdefault("train", {})
     preset.setdefault("backend", "hf")
+    preset.setdefault("variants", {})
+    for name, variant in preset["variants"].items():
+        where = f"{path}: variants.{name}"
+        if not isinstance(variant, dict) or variant.get("method") not in TRAINED or variant["method"] == "sft":
+            raise PresetError(f"{where}: a variant is {{method: <a trained method>, judge: ..., train: ...}}")
+        extra = set(variant) - {"method", "judge", "train", "baseline"}
+        if extra:
+            raise PresetError(f"{where}: unknown keys {sorted(extra)}; valid: method, judge, train, baseline")
+        if name in BASELINES + TRAINED:
+            raise PresetError(f"{where}: the name is a method's; pick another")
     for env_name, env in preset["envs"].items():
         for key in ("env_id", "train_kwargs", "eval_kwargs"):
             if key not in env:
@@ -275,6 +286,10 @@ def _train_config(
     from trainers.config import TrainConfig
 
     train = {**preset["train"], **(env_cfg.get("train") or {})}  # an env block may override the budget
+    variant = preset.get("variants", {}).get(method)
+    if variant is not None:  # a named variant: its method, with its own judge and trainer overrides
+        method, judge = variant["method"], variant.get("judge", judge)
+        train = {**train, **(variant.get("train") or {})}
     base = {k: v for k, v in train.items() if not k.startswith("sft_")}
     if method == "sft":
         data = {
@@ -542,13 +557,24 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
 
 
 # ---- the run -------------------------------------------------------------------------------------
+def _method_of(preset: dict, name: str) -> str:
+    """The trainer method behind a row name: itself, or a preset variant's ``method``."""
+    variant = preset.get("variants", {}).get(name)
+    return variant["method"] if variant is not None else name
+
+
+def _trained(preset: dict, name: str) -> bool:
+    return _method_of(preset, name) in TRAINED
+
+
 def plan_methods(preset: dict, args) -> list[str]:
     methods = list(args.methods or preset["methods"])
     if args.ablations:
         methods += [m for m in preset.get("ablations", []) if m not in methods]
+    known = list(BASELINES + TRAINED) + list(preset.get("variants", {}))
     for m in methods:
-        if m not in BASELINES + TRAINED:
-            raise PresetError(f"unknown method {m!r}; use some of {list(BASELINES + TRAINED)}")
+        if m not in known:
+            raise PresetError(f"unknown method {m!r}; use some of {known} (variants are defined in the preset)")
     if MATCHED in methods and MATCHED_TO not in methods and not preset["train"].get("match_ratio"):
         raise PresetError(
             f"{MATCHED} is GRPO given the tokens {MATCHED_TO} spends: run {MATCHED_TO} too (its measured ratio "
@@ -626,8 +652,9 @@ def run(args) -> Path:
                             method,
                             preset.get("model"),
                             base and base["hash"],
-                            [preset["train"], env_cfg.get("train")] if method in TRAINED else None,
-                            judge if method.startswith("prover") else None,
+                            [preset["train"], env_cfg.get("train")] if _trained(preset, method) else None,
+                            judge if _method_of(preset, method).startswith("prover") else None,
+                            preset["variants"].get(method),
                             special,
                             *([matched] if matched is not None else []),
                         ]
@@ -637,11 +664,11 @@ def run(args) -> Path:
                     if db.get(key) is not None:
                         reused += 1
                         continue
-                    cost = CELL_COST.get(env_name, 2) * (4 if method in TRAINED and method != "sft" else 1)
+                    cost = CELL_COST.get(env_name, 2) * (4 if _trained(preset, method) and method != "sft" else 1)
                     cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base, matched))
         if jobs > 1 and not args.eval_only:
             # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
-            for env_name in dict.fromkeys(c.env for c in cells if c.base is None and c.method in TRAINED):
+            for env_name in dict.fromkeys(c.env for c in cells if c.base is None and _trained(preset, c.method)):
                 for seed in dict.fromkeys(c.seed for c in cells if c.env == env_name):
                     train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
 

@@ -343,3 +343,36 @@ def test_report_states_paired_differences_with_intervals_and_says_when_within_no
     agg = {(a["env"], a["method"]): a for a in aggregate(rows)}
     assert agg[("a", "sft")]["success_se"] == pytest.approx(math.sqrt(0.25 / n))
     assert agg[("a", "grpo")]["success_se"] == 0.0
+
+
+def test_preset_variants_name_a_method_with_its_own_judge_and_overrides(tmp_path):
+    import argparse
+
+    import yaml
+
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.run import PresetError, _train_config, load_preset, plan_methods
+
+    preset = yaml.safe_load((ROOT / "leaderboards" / "presets" / "smoke.yaml").read_text())
+    preset["variants"] = {
+        "prover_oracle": {"method": "prover", "judge": {"kind": "pivot", "side": "won"}},
+        "prover_exhaustive": {"method": "prover", "judge": {"kind": "exhaustive"}, "train": {"reverify": True}},
+    }
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(preset))
+    loaded = load_preset(str(path))
+    args = argparse.Namespace(methods=["grpo", "prover_oracle", "prover_exhaustive"], ablations=False)
+    assert plan_methods(loaded, args) == ["grpo", "prover_oracle", "prover_exhaustive"]
+    env = loaded["envs"]["searchqa"]
+    cfg = _train_config(loaded, env, "prover_exhaustive", 0, tmp_path / "r", None, {"kind": "first_divergence"})
+    assert cfg.method == "prover" and cfg.judge == {"kind": "exhaustive"} and cfg.reverify is True
+    cfg = _train_config(loaded, env, "prover_oracle", 0, tmp_path / "r", None, {"kind": "first_divergence"})
+    assert cfg.judge["kind"] == "pivot" and cfg.reverify is False
+    for bad, match in (
+        ({"x": {"method": "nope"}}, "a variant is"),
+        ({"x": {"method": "prover", "judgee": {}}}, "unknown keys"),
+        ({"grpo": {"method": "prover"}}, "the name is a method's"),
+    ):
+        path.write_text(yaml.safe_dump({**preset, "variants": bad}))
+        with pytest.raises(PresetError, match=match):
+            load_preset(str(path))

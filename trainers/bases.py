@@ -122,7 +122,7 @@ RECIPES["alfworld_hasty"] = {
 
 # settings with a known pivot (issue "Where credit assignment decides"): ALFWorld heat / cool / clean from
 # the object, where the move after the take (the appliance, or straight to the target) decides the task and
-# the env records it (info["pivot_step"]); SFT on a demonstrator that skips the transform with p = 0.5 and
+# the env records it (info["pivot_step"]); SFT on a demonstrator that skips the transform with p = 0.3 and
 # plays a competent-looking tail (agents.baselines.SkipExpert). `_long` adds 7 routine turns (look /
 # inventory) after the pivot, so the outcome shows >= 10 turns after the decision (the paper's regime of
 # long episodes, where uniform credit is diluted most); its prompt shows the history the count needs.
@@ -147,8 +147,8 @@ for _name, _d, _history in (("alfworld_pivot", 0, 1), ("alfworld_pivot_long", 7,
         "format": {"history_length": _history},
         "sft": {
             **RECIPES["alfworld"]["sft"],
-            "sft_steps": 400,
-            "sft_demonstrator": {"kind": "skip", "p": 0.5, "distractors": _d},
+            "sft_steps": 600,
+            "sft_demonstrator": {"kind": "skip", "p": 0.3, "distractors": _d},
         },
     }
 
