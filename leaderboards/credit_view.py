@@ -196,8 +196,11 @@ function show(i) {
   }
   html += '<div class="trajs">' + r.trajectories.map(function (t) {
     var cls = 'traj ' + (t.won ? 'won' : 'failed') + (t.index === p.trajectory ? ' proposed' : '');
+    var link = VIEW && r.env_id === 'prover/WebShop-v0' ? ' <a class="view" href="' + VIEW + '/task/' +
+      encodeURIComponent(r.task_id) + '?actions=' + encodeURIComponent(JSON.stringify(t.actions)) +
+      '">pages</a>' : '';
     return '<div class="' + cls + '"><h3>trajectory ' + t.index + ': ' + (t.won ? 'won' : 'failed') +
-      ' (reward ' + t.reward.toFixed(2) + ')</h3>' + t.actions.map(function (a, k) {
+      ' (reward ' + t.reward.toFixed(2) + ')' + link + '</h3>' + t.actions.map(function (a, k) {
         var seg = t.index === p.trajectory && k >= p.start && k <= p.end;
         var c = 'turn' + (seg ? ' segment' : '') + (div[t.index] === k ? ' diverge' : '');
         return '<div class="' + c + '" id="t' + t.index + '-' + k + '"><span class="act">' + k + ': ' + esc(a) +
@@ -216,8 +219,10 @@ if (R.length) { show(m && +m[1] < R.length ? +m[1] : 0); } else { renderList(); 
 """
 
 
-def render(records: list[dict], run_dir: Path | str = "") -> str:
-    """The inspector page for ``records`` (self-contained HTML)."""
+def render(records: list[dict], run_dir: Path | str = "", webshop_view: str | None = None) -> str:
+    """The inspector page for ``records`` (self-contained HTML). ``webshop_view``: the base URL of a
+    running ``prover-gym-webshop-view`` (started with the run's env kwargs): each WebShop trajectory
+    then links to its pages there, beside the text."""
     s = summary(records)
     envs = sorted({r["env_id"] for r in records})
     iterations = sorted({r["iteration"] for r in records})
@@ -244,6 +249,7 @@ def render(records: list[dict], run_dir: Path | str = "") -> str:
         ]
     )
     data = json.dumps(records).replace("</", "<\\/")
+    view = json.dumps(webshop_view.rstrip("/") if webshop_view else None)
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>prover-gym credit inspector</title>"
         f"<style>{_CSS}</style></head><body>"
@@ -256,16 +262,17 @@ def render(records: list[dict], run_dir: Path | str = "") -> str:
         "<table id='list'><thead><tr><th>iteration</th><th>group</th><th>task</th><th>env</th><th>judge</th>"
         "<th>proposal</th><th>A_seg &plusmn; SE</th><th>credited</th><th>pivot</th></tr></thead><tbody></tbody></table>"
         "<div id='detail'></div><pre id='errors'></pre>"
-        f"<script type='application/json' id='data'>{data}</script><script>{_JS}</script></body></html>"
+        f"<script type='application/json' id='data'>{data}</script><script>var VIEW = {view};{_JS}</script>"
+        "</body></html>"
     )
 
 
-def write_page(run_dir: Path | str) -> Path:
+def write_page(run_dir: Path | str, webshop_view: str | None = None) -> Path:
     """Render ``run_dir``'s credit records into ``run_dir/inspect.html`` (written atomically)."""
     from prover_gym.cache import atomic_write
 
     run_dir = Path(run_dir)
-    return atomic_write(run_dir / PAGE, render(load_records(run_dir), run_dir))
+    return atomic_write(run_dir / PAGE, render(load_records(run_dir), run_dir, webshop_view))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,9 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir", help="a training run's out_dir (holds credit.jsonl)")
     ap.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 after writing it")
     ap.add_argument("--port", type=int, default=8765, help="port for --serve (default 8765)")
+    ap.add_argument(
+        "--webshop-view",
+        help="base URL of a prover-gym-webshop-view started with the run's env kwargs (e.g. "
+        "http://127.0.0.1:3000): WebShop trajectories link to their pages there",
+    )
     args = ap.parse_args(argv)
     try:
-        page = write_page(args.run_dir)
+        page = write_page(args.run_dir, args.webshop_view)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

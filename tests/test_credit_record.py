@@ -167,7 +167,7 @@ def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
     from leaderboards.credit_view import write_page
 
     out, _ = runs[base]
-    page = write_page(out)
+    page = write_page(out, webshop_view="http://127.0.0.1:3000")
     records = _records(out)
     pick = next((i for i, r in enumerate(records) if r["credited"]), 0)
     url = f"{page.as_uri()}#r={pick}"
@@ -180,6 +180,8 @@ def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
     assert dom.count('class="bar"') == 2 and 'class="mark ' in dom  # V(before), V(after) and each outcome
     if records[pick]["credited"]:
         assert 'class="bonus"' in dom
+    # WebShop trajectories link to their pages in the WebShop view, the others do not
+    assert ('class="view" href="http://127.0.0.1:3000/task/' in dom) == (base == "webshop_hasty")
     shot = tmp_path / f"{base}.png"
     _chromium(f"--screenshot={shot}", "--window-size=1300,1400", url, profile=tmp_path / "p2")
     img = Image.open(shot).convert("RGB")

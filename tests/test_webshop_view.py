@@ -111,3 +111,19 @@ def test_screenshot_in_headless_chromium(view, trajectory, tmp_path):
     assert img.getpixel((5, 5)) == (0x23, 0x2F, 0x3E)  # the header bar was painted
     colours = img.resize((120, 80)).getcolors(maxcolors=10_000)
     assert colours is not None and len(colours) > 20  # text and boxes, not a blank page
+
+
+def test_env_kwargs_replay_a_training_setting_from_the_item_page():
+    from prover_gym.webshop.view import main, page_html
+
+    env = gym.make("prover/WebShop-v0", split="train", start="item", budget_slack=1)
+    task = env.unwrapped.task_ids()[0]
+    env.reset(options={"task_id": task})
+    actions = []
+    while (a := env.unwrapped.expert_action()) is not None:
+        actions.append(a)
+        if env.step(a)[2]:
+            break
+    page = page_html(env, task, actions, None)
+    assert "Thank you for shopping with us!" in page and "error" not in page.split("<ol")[1].split("</ol>")[0]
+    assert main(["--env-kwargs", "[1]"]) == 2  # not an object: exit 2 with the reason

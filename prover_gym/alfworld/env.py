@@ -22,6 +22,7 @@ from prover_gym.alfworld.engine import AlfredEngine, EngineError
 from prover_gym.alfworld.generator import TASK_TYPES
 from prover_gym.core import Outcome, TextEnv
 
+
 class AlfState(NamedTuple):
     """The env's state in a snapshot: the engine's, and when the goal object was taken (the pivot)."""
 

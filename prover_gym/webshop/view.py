@@ -187,7 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="official WebShop data directory (default: bundled)")
     ap.add_argument("--trajectory", help="jsonl of {task_id, actions} to list on the index page")
     ap.add_argument("--allow-remote", action="store_true")
+    ap.add_argument(
+        "--env-kwargs",
+        default="{}",
+        help="more gym.make kwargs as a JSON object, to replay episodes of another setting, e.g. a training "
+        'run\'s \'{"split": "train", "start": "item", "budget_slack": 1}\' (what its credit inspector links to)',
+    )
     args = ap.parse_args(argv)
+    try:
+        extra = json.loads(args.env_kwargs)
+        if not isinstance(extra, dict):
+            raise ValueError
+    except ValueError:
+        print(f"--env-kwargs {args.env_kwargs!r}: give a JSON object of gym.make kwargs", file=sys.stderr)
+        return 2
     try:
         loopback = args.host == "localhost" or ipaddress.ip_address(args.host).is_loopback
     except ValueError:
@@ -200,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import prover_gym  # noqa: F401
 
-    env = gym.make("prover/WebShop-v0", split=args.split, data=args.data, max_steps=1000)
+    env = gym.make("prover/WebShop-v0", **{"split": args.split, "data": args.data, "max_steps": 1000, **extra})
     trajectories = load_trajectories(Path(args.trajectory)) if args.trajectory else []
     print(f"WebShop view on http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(create_app(env, trajectories), host=args.host, port=args.port, log_level="warning")
