@@ -10,7 +10,7 @@ assignment decides", each figure with its 95% interval:
    is not the expert's move there (the env's privileged plan, from the snapshot);
 4. the judges' localisation on the mixed groups: the share of proposals that contain the won
    trajectory's recorded pivot (first_divergence, random won-side, the pivot oracle);
-5. with ``--grpo-iterations N``: GRPO for N iterations from the base, greedy success on
+5. with ``--grpo-iterations N``: GRPO for N iterations from the base (the default preset's budget), greedy on
    ``--eval-tasks`` held-out tasks against the base's (paired by task), which should be higher.
 Writes ``pilot.json``.
 """
@@ -25,6 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+# the default preset's RL budget per iteration (6 tasks, 4 whole-group updates, lr 1e-4, traj-mean)
+BUDGET = ["tasks_per_iteration=6", "updates_per_epoch=4", "agg=traj-mean", "lr=1e-4"]
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -82,7 +86,10 @@ def main() -> None:
     tasks = trainer.draw_tasks()
     g = args.group_size
     keys = [trainer.sample_key(t, j) for t in tasks for j in range(g)]
-    pool = trainer.pool()
+    from prover_gym import EnvPool
+
+    # a pool of 36 envs, reused chunk by chunk (each ALFWorld env holds its own copy of the planner's library)
+    pool = EnvPool(spec["env_id"], min(36, len(keys)), backend="sync", **spec["train_kwargs"])
     trajs = []
     for first in range(0, len(keys), len(pool)):
         chunk = keys[first : first + len(pool)]
@@ -134,10 +141,14 @@ def main() -> None:
         "seconds_rollouts": round(seconds_rollouts, 1),
     }
     trainer.close()
+    pool.close()
     if args.grpo_iterations:
         t1 = time.time()
         grpo = Trainer(
-            load_config(None, [*common, f"out_dir={out / 'grpo'}", f"iterations={args.grpo_iterations}", "method=grpo"])
+            load_config(
+                None,
+                [*common, *BUDGET, f"out_dir={out / 'grpo'}", f"iterations={args.grpo_iterations}", "method=grpo"],
+            )
         )
         grpo.run()
         eval_kwargs = spec["eval_kwargs"]

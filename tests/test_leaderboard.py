@@ -376,3 +376,19 @@ def test_preset_variants_name_a_method_with_its_own_judge_and_overrides(tmp_path
         path.write_text(yaml.safe_dump({**preset, "variants": bad}))
         with pytest.raises(PresetError, match=match):
             load_preset(str(path))
+
+
+def test_the_credit_preset_plans_every_arm_from_its_shipped_bases(tmp_path):
+    import argparse
+
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.run import _train_config, load_preset, plan_methods, shipped_base
+
+    preset = load_preset("credit")
+    methods = plan_methods(preset, argparse.Namespace(methods=None, ablations=False))
+    assert {"grpo", "grpo_matched", "prover", "prover_oracle", "prover_random", "prover_exhaustive"} <= set(methods)
+    for env_name, env in preset["envs"].items():
+        assert shipped_base(env_name, env)["model_dir"]  # the block's setting is its base's
+        oracle = _train_config(preset, env, "prover_oracle", 0, tmp_path, None, preset["judge"])
+        assert oracle.judge["kind"] == "pivot" and oracle.max_verified_groups is None
+        assert oracle.value_before == "continuations"
