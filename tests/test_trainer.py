@@ -249,3 +249,16 @@ def test_probe_logs_held_out_greedy_success_before_and_during_training(tmp_path,
     assert all(0.0 <= r.get("probe/success", 0.0) <= 1.0 and "time/probe" in r for r in rows[1:])
     with pytest.raises(ValueError, match="probe_every"):
         load_config(None, ["probe_kwargs={split: test}", "probe_every=0"])
+
+
+def test_a_fresh_start_drops_rows_an_earlier_attempt_left_before_its_first_checkpoint(tmp_path, bundled_dir):
+    """A run killed after writing iteration 1's row but before its checkpoint restarts from scratch: its
+    metrics must not keep the dead attempt's row (the leaderboard's curve table refused the duplicate)."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text(json.dumps({"iteration": 1, "success": 0.123}) + "\n")
+    (out / "credit.jsonl").write_text(json.dumps({"iteration": 1}) + "\n")
+    Trainer(load_config(None, SMALL + ["iterations=2", f"out_dir={out}"]), resume=True).run()
+    rows = metric_rows(out)
+    assert [r["iteration"] for r in rows] == [1, 2] and rows[0]["success"] != 0.123
+    assert not (out / "credit.jsonl").read_text().strip()  # grpo writes no credit; the stale line is gone

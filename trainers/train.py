@@ -193,8 +193,12 @@ class Trainer:
                 checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.iteration)
                 checkpoint.truncate_metrics(self.out / "credit.jsonl", self.iteration)
             self.sync_generator()
-        elif resume and self.dist.is_main:
-            print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
+        elif self.dist.is_main:
+            if resume:
+                print(f"--resume: no checkpoint in {self.ckpt}; starting from scratch", file=sys.stderr)
+            # a fresh start: rows a killed earlier attempt wrote before its first checkpoint are not this run's
+            checkpoint.truncate_metrics(self.out / "metrics.jsonl", 0)
+            checkpoint.truncate_metrics(self.out / "credit.jsonl", 0)
         if self.dist.is_main:
             (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
             if cfg.method.startswith("prover"):  # every credit run has its record, empty until a segment is judged
