@@ -123,9 +123,7 @@ RECIPES["alfworld_hasty"] = {
 # settings with a known pivot (issue "Where credit assignment decides"): ALFWorld heat / cool / clean from
 # the object, where the move after the take (the appliance, or straight to the target) decides the task and
 # the env records it (info["pivot_step"]); SFT on a demonstrator that skips the transform with p = 0.3 and
-# plays a competent-looking tail (agents.baselines.SkipExpert). `_long` adds 7 routine turns (look /
-# inventory) after the pivot, so the outcome shows >= 10 turns after the decision (the paper's regime of
-# long episodes, where uniform credit is diluted most); its prompt shows the history the count needs.
+# plays a competent-looking tail (agents.baselines.SkipExpert).
 _PIVOT_KWARGS = {
     "task_types": [
         "pick_heat_then_place_in_recep",
@@ -138,7 +136,9 @@ _PIVOT_KWARGS = {
     "num_games": 1800,
     "start": "object",
 }
-for _name, _d, _history in (("alfworld_pivot", 0, 1), ("alfworld_pivot_long", 7, 9)):
+# (The long variant, SkipExpert(distractors=7) with budget_slack 8 and a 9-turn history, is the next base to
+# build and pilot; it is added here when it is shipped.)
+for _name, _d, _history in (("alfworld_pivot", 0, 1),):
     RECIPES[_name] = {
         "init": "alfworld",
         "env_id": "prover/ALFWorld-v0",
