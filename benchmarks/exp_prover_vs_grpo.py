@@ -45,6 +45,7 @@ from leaderboards.stats import (  # noqa: E402
 )
 from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import load_config  # noqa: E402
+from trainers.train import COST_METRICS as COST  # noqa: E402
 from trainers.train import Trainer  # noqa: E402
 
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
@@ -57,18 +58,6 @@ METHODS = {
     "prover_unverified": ["method=prover_unverified"],
     "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"],
 }
-
-
-COST = (
-    "cost/rollout_tokens",
-    "cost/rollout_prompt_tokens",
-    "cost/credit_tokens",
-    "cost/credit_prompt_tokens",
-    "cost/judge_tokens",
-    "cost/judge_prompt_tokens",
-    "cost/generated_tokens",
-    "cost/total_tokens",
-)
 
 
 def setting(name: str) -> tuple[list[str], dict]:

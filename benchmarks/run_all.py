@@ -42,7 +42,7 @@ QUICK = {
     "alfworld": ["bench_alfworld.py", "--games", "6", "--episodes", "6"],
     "pool": ["bench_pool.py", "--sizes", "1", "2", "4", "8", "--steps", "160"],
     "judges": ["bench_judges.py", "--tasks", "20", "--failures", "2"],
-    "sampling": ["bench_sampling.py", "--repeats", "3"],
+    "sampling": ["check_keyed_sampling.py", "--rows", "48", "--tokens", "48", "--repeats", "3"],
     "prover_overhead": [
         "exp_prover_vs_grpo.py",
         "--methods",
@@ -65,7 +65,7 @@ FULL = {
     "alfworld": ["bench_alfworld.py"],
     "pool": ["bench_pool.py", "--steps", "400", "--ray"],
     "judges": ["bench_judges.py"],
-    "sampling": ["bench_sampling.py"],
+    "sampling": ["check_keyed_sampling.py", "--rows", "48", "--tokens", "48", "--repeats", "5"],
     # the ProVer-vs-GRPO experiment on each shipped base; finished runs under runs/ are reused
     "prover_overhead": ["exp_prover_vs_grpo.py", "--out", "runs/exp_prover"],
     "prover_webshop": ["exp_prover_vs_grpo.py", "--base", "webshop", "--out", "runs/exp_webshop"],

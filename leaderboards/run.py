@@ -384,7 +384,9 @@ def train(
             extra[k] = sum(r.get(k, 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
         # the run's cost in tokens, by who spent them (prompts re-encoded each turn counted apart)
-        for k in COST_KEYS:
+        from trainers.train import COST_METRICS
+
+        for k in COST_METRICS:
             extra[k] = sum(r.get(k, 0) for r in curve)
         rollout = int(extra["cost/rollout_tokens"])
         # what grpo_matched is given: the generation credit (continuations + judge) added per rollout token
@@ -449,18 +451,6 @@ def _worker_init(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-
-
-COST_KEYS = (
-    "cost/rollout_tokens",
-    "cost/rollout_prompt_tokens",
-    "cost/credit_tokens",
-    "cost/credit_prompt_tokens",
-    "cost/judge_tokens",
-    "cost/judge_prompt_tokens",
-    "cost/generated_tokens",
-    "cost/total_tokens",
-)
 
 
 class Cell(NamedTuple):

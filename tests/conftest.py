@@ -1,6 +1,8 @@
 import contextlib
 import json
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +50,33 @@ def wait_for_http(proc, url: str, timeout: float = 120.0) -> None:
         assert proc.poll() is None, proc.stdout.read().decode()[-3000:] if proc.stdout else "server exited"
     proc.kill()
     pytest.fail(f"server at {url} did not answer within {timeout:.0f} s")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def run_chromium(*args: str, profile) -> subprocess.CompletedProcess:
+    """Debian's chromium, headless, with the flags this closed network needs (no background traffic),
+    a fresh profile, and ``args`` (e.g. ``--screenshot=...``, ``--dump-dom``, the URL)."""
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
 
 
 def free_port() -> int:

@@ -2,10 +2,9 @@
 what the trainer did (the bonus in the record is the bonus in the advantages)."""
 
 import json
-import shutil
-import subprocess
 
 import pytest
+from conftest import CHROMIUM, run_chromium
 
 from trainers.config import load_config
 from trainers.credit_record import SCHEMA, validate
@@ -80,32 +79,22 @@ def test_a_short_prover_run_of_each_env_writes_valid_credit_records(runs, base):
 
 
 def test_records_of_the_ablations_and_the_cap(tmp_path, bundled_dir):
-    out = tmp_path / "unverified"
-    Trainer(
-        load_config(None, [*_setting("searchqa"), "iterations=1", "method=prover_unverified", f"out_dir={out}"])
-    ).run()
-    recs = _records(out)
-    assert recs and all(r["verification"] is None and r["credited"] for r in recs)
-    for r in recs:
-        validate(r)
-    out = tmp_path / "random"
-    Trainer(
-        load_config(
-            None, [*_setting("searchqa"), "iterations=1", "method=prover_random", "credit_records=1", f"out_dir={out}"]
-        )
-    ).run()
-    recs = _records(out)
-    assert len(recs) == 1 and recs[0]["proposal"]["judge"] == "random"
-    out = tmp_path / "exhaustive"
-    Trainer(
-        load_config(
-            None, [*_setting("searchqa"), "iterations=1", "method=prover", "judge={kind: exhaustive}", f"out_dir={out}"]
-        )
-    ).run()
-    recs = _records(out)
-    assert recs and all(r["proposal"]["judge"] == "exhaustive" for r in recs)
-    for r in recs:
-        validate(r)
+    runs = {
+        "unverified": ["method=prover_unverified"],
+        "random": ["method=prover_random", "credit_records=1"],
+        "exhaustive": ["method=prover", "judge={kind: exhaustive}"],
+    }
+    recs = {}
+    for name, extra in runs.items():
+        out = tmp_path / name
+        Trainer(load_config(None, [*_setting("searchqa"), "iterations=1", *extra, f"out_dir={out}"])).run()
+        recs[name] = _records(out)
+        assert recs[name], name
+        for r in recs[name]:
+            validate(r)
+    assert all(r["verification"] is None and r["credited"] for r in recs["unverified"])
+    assert len(recs["random"]) == 1 and recs["random"][0]["proposal"]["judge"] == "random"
+    assert all(r["proposal"]["judge"] == "exhaustive" for r in recs["exhaustive"])
 
 
 def test_the_schema_refuses_a_broken_record():
@@ -114,31 +103,6 @@ def test_the_schema_refuses_a_broken_record():
     with pytest.raises(jsonschema.ValidationError):
         validate({"version": 1})
     assert "verification" in SCHEMA["required"]
-
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _chromium(*args, profile):
-    return subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            *args,
-        ],
-        check=True,
-        timeout=120,
-        capture_output=True,
-        text=True,
-    )
 
 
 def test_the_inspector_page_holds_every_record_and_the_cli_says_what_is_missing(runs, tmp_path):
@@ -171,7 +135,7 @@ def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
     records = _records(out)
     pick = next((i for i, r in enumerate(records) if r["credited"]), 0)
     url = f"{page.as_uri()}#r={pick}"
-    dom = _chromium("--dump-dom", "--virtual-time-budget=3000", url, profile=tmp_path / "p1").stdout
+    dom = run_chromium("--dump-dom", "--virtual-time-budget=3000", url, profile=tmp_path / "p1").stdout
     dom = dom.split("<script")[0]  # the rendered page, not the script's own text
     # the script ran: the list and the chosen group are rendered, with no script error recorded
     assert '<pre id="errors"></pre>' in dom, dom[-2000:]
@@ -183,7 +147,7 @@ def test_the_inspector_renders_in_headless_chromium(runs, base, tmp_path):
     # WebShop trajectories link to their pages in the WebShop view, the others do not
     assert ('class="view" href="http://127.0.0.1:3000/task/' in dom) == (base == "webshop_hasty")
     shot = tmp_path / f"{base}.png"
-    _chromium(f"--screenshot={shot}", "--window-size=1300,1400", url, profile=tmp_path / "p2")
+    run_chromium(f"--screenshot={shot}", "--window-size=1300,1400", url, profile=tmp_path / "p2")
     img = Image.open(shot).convert("RGB")
     assert img.size == (1300, 1400)
     colours = img.getcolors(maxcolors=100_000)

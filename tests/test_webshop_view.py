@@ -1,7 +1,6 @@
 """The read-only WebShop web view: HTML through HTTP, and a real headless-browser screenshot."""
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -10,9 +9,7 @@ from urllib.parse import quote
 import gymnasium as gym
 import pytest
 import requests
-from conftest import free_port
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from conftest import CHROMIUM, free_port, run_chromium
 
 
 @pytest.fixture(scope="module")
@@ -86,25 +83,8 @@ def test_screenshot_in_headless_chromium(view, trajectory, tmp_path):
 
     acts = quote(json.dumps(trajectory["actions"]))
     shot = tmp_path / "page.png"
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,800",
-            f"{view}/task/0?actions={acts}&step=2",
-        ],
-        check=True,
-        timeout=120,
-        capture_output=True,
+    run_chromium(
+        f"--screenshot={shot}", "--window-size=1200,800", f"{view}/task/0?actions={acts}&step=2", profile=tmp_path / "p"
     )
     img = Image.open(shot).convert("RGB")
     assert img.size == (1200, 800)

@@ -47,6 +47,18 @@ def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
 # besides these, success/<type> per task type (ALFWorld) or data source (Search-QA) when the env
 # reports one, and judge/<counter> for judges that count their calls (METRIC_PREFIXES)
 METRIC_PREFIXES = ("success/", "judge/")
+# an iteration's tokens by who spent them (rollouts, verification continuations, an LLM judge), generated and
+# encoded as prompts; summed over a run, they are what grpo_matched is matched on
+COST_METRICS = (
+    "cost/rollout_tokens",
+    "cost/rollout_prompt_tokens",
+    "cost/credit_tokens",
+    "cost/credit_prompt_tokens",
+    "cost/judge_tokens",
+    "cost/judge_prompt_tokens",
+    "cost/generated_tokens",
+    "cost/total_tokens",
+)
 METRICS = (
     "iteration",
     "reward",
@@ -70,14 +82,7 @@ METRICS = (
     "prover/credited_tokens",
     "prover/extra_tokens_ratio",
     "prover/extra_env_steps_ratio",
-    "cost/rollout_tokens",
-    "cost/rollout_prompt_tokens",
-    "cost/credit_tokens",
-    "cost/credit_prompt_tokens",
-    "cost/judge_tokens",
-    "cost/judge_prompt_tokens",
-    "cost/generated_tokens",
-    "cost/total_tokens",
+    *COST_METRICS,
     "tasks",
     "rollout_logprob_gap",
     "rollout_logprob_gap_max",
