@@ -174,18 +174,34 @@ def play_tasks(
     if not task_ids:
         return []
     if pool is not None:
-        return _play_chunks(pool, policy, task_ids, len(pool), progress)
+        return rollout_chunks(pool, policy, task_ids=task_ids, progress=progress)
     with EnvPool(env_id, min(batch, len(task_ids)), backend="sync", **env_kwargs) as made:
-        return _play_chunks(made, policy, task_ids, batch, progress)
+        return rollout_chunks(made, policy, task_ids=task_ids, progress=progress)
 
 
-def _play_chunks(pool, policy, task_ids: list[str], batch: int, progress) -> list[Trajectory]:
+def rollout_chunks(pool, policy, *, task_ids=None, starts=None, keys=None, progress=None) -> list[Trajectory]:
+    """``rollout_batch`` over any number of episodes (one per task id, or per start), ``len(pool)`` at a
+    time in the pool's first envs. ``keys``: one sampling key (or None) per episode; a chunk whose keys
+    are all None is played unkeyed. ``progress(n)`` is called after each chunk with its size."""
+    n = len(task_ids) if task_ids is not None else len(starts or [])
+    width = len(pool)
     trajs: list[Trajectory] = []
-    for first in range(0, len(task_ids), batch):
-        chunk = task_ids[first : first + batch]
-        trajs += rollout_batch(pool, policy, task_ids=chunk, indices=list(range(len(chunk))))
+    for first in range(0, n, width):
+        part = slice(first, first + width)
+        chunk_keys = keys[part] if keys is not None else None
+        if chunk_keys is not None and all(k is None for k in chunk_keys):
+            chunk_keys = None
+        size = min(width, n - first)
+        trajs += rollout_batch(
+            pool,
+            policy,
+            task_ids=task_ids[part] if task_ids is not None else None,
+            starts=starts[part] if starts is not None else None,
+            indices=list(range(size)),
+            keys=chunk_keys,
+        )
         if progress is not None:
-            progress(len(chunk))
+            progress(size)
     return trajs
 
 

@@ -46,7 +46,10 @@ from leaderboards.stats import (  # noqa: E402
 from prover_gym.cache import atomic_write  # noqa: E402
 from trainers.config import load_config  # noqa: E402
 from trainers.train import COST_METRICS as COST  # noqa: E402
-from trainers.train import Trainer  # noqa: E402
+from trainers.train import (
+    Trainer,  # noqa: E402
+    run_cost,  # noqa: E402
+)
 
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
 METHODS = {
@@ -131,12 +134,9 @@ def run_one(label: str, seed: int, common: list[str], out: str, eval_tasks: int,
         "a_seg_mean": statistics.mean(a_seg) if a_seg else None,
         "extra_tokens_ratio": statistics.mean(r["prover/extra_tokens_ratio"] for r in rows),
         "extra_env_steps_ratio": statistics.mean(r["prover/extra_env_steps_ratio"] for r in rows),
-        **{k: sum(r.get(k, 0) for r in rows) for k in COST},
+        **run_cost(rows),
         "seconds": round(time.time() - t0, 1),
     }
-    result["match_ratio"] = (result["cost/credit_tokens"] + result["cost/judge_tokens"]) / max(
-        1, result["cost/rollout_tokens"]
-    )
     trainer.close()
     atomic_write(run_dir / "result.json", json.dumps(result))
     return f"{label}-s{seed}"

@@ -58,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import judges
-    from agents.rollout import rollout_batch, split_outcomes
+    from agents.rollout import rollout_chunks, split_outcomes
     from judges.base import mixed_outcome
     from judges.oracle import recorded_pivot
     from leaderboards.stats import paired_difference_ci, verdict
@@ -90,12 +90,7 @@ def main() -> None:
 
     # a pool of 36 envs, reused chunk by chunk (each ALFWorld env holds its own copy of the planner's library)
     pool = EnvPool(spec["env_id"], min(36, len(keys)), backend="sync", **spec["train_kwargs"])
-    trajs = []
-    for first in range(0, len(keys), len(pool)):
-        chunk = keys[first : first + len(pool)]
-        trajs += rollout_batch(
-            pool, trainer.policy, task_ids=[k[3] for k in chunk], indices=list(range(len(chunk))), keys=chunk
-        )
+    trajs = rollout_chunks(pool, trainer.policy, task_ids=[k[3] for k in keys], keys=keys)
     groups = [trajs[i * g : (i + 1) * g] for i in range(len(tasks))]
     seconds_rollouts = time.time() - t0
     won = sum(t.won for t in trajs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 from agents.trajectory import Trajectory
-from judges.base import Proposal, check_side, mixed_outcome
+from judges.base import Proposal, check_side, mixed_outcome, on_side
 from judges.heuristic import first_divergence
 from prover_gym import restore
 
@@ -83,7 +83,7 @@ class PivotJudge:
         if not mixed_outcome(group):
             return None
         for i, traj in enumerate(group):
-            if self.side != "any" and traj.won != (self.side == "won"):
+            if not on_side(traj, self.side):
                 continue
             k = recorded_pivot(traj)
             if k is not None:

@@ -160,6 +160,15 @@ def _comparison_table(comps: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def credited_share(credits: list[dict]) -> dict[int, float]:
+    """Turn position -> share of the credited tokens, averaged over cells' credit summaries."""
+    share: dict[int, float] = {}
+    for c in credits:
+        for turn, v in c["credited_tokens_by_turn"].items():
+            share[int(turn)] = share.get(int(turn), 0.0) + v / len(credits)
+    return share
+
+
 def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """Per (env, method) over its seeds: judged / verified / A_seg > 0 / credited segments, the mean
     A_seg, the judge's localisation against the env's pivot step, and the credited tokens' share by
@@ -175,9 +184,8 @@ def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         a = [x for c in cs for x in c.get("a_seg", [])]
         known, hits = sum(c["pivot_known"] for c in cs), sum(c["pivot_hits"] for c in cs)
         share = [0.0] * 4
-        for c in cs:
-            for turn, v in c["credited_tokens_by_turn"].items():
-                share[min(3, int(turn))] += v / len(cs)
+        for turn, v in credited_share(cs).items():
+            share[min(3, turn)] += v
         body.append(
             [
                 env,
@@ -444,11 +452,7 @@ def plots(db, preset: str, agg: list[dict], envs: list[str], rows: list[dict]) -
             a_segs = [x for r in credited if r["method"] == method for x in r["extra"]["credit"].get("a_seg", [])]
             if a_segs:
                 ax1.hist(a_segs, bins=edges, alpha=0.5, label=f"{method} ({len(a_segs)})", color=f"C{i}")
-            share: dict[int, float] = {}
-            cells = [r for r in credited if r["method"] == method]
-            for r in cells:
-                for turn, v in r["extra"]["credit"]["credited_tokens_by_turn"].items():
-                    share[int(turn)] = share.get(int(turn), 0.0) + v / len(cells)
+            share = credited_share([r["extra"]["credit"] for r in credited if r["method"] == method])
             if share:
                 turns = sorted(share)
                 ax2.bar(

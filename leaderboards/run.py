@@ -383,14 +383,10 @@ def train(
         ):
             extra[k] = sum(r.get(k, 0) for r in curve)
         extra["train_success_last"] = curve[-1].get("success")
-        # the run's cost in tokens, by who spent them (prompts re-encoded each turn counted apart)
-        from trainers.train import COST_METRICS
+        # the run's cost in tokens, by who spent them, and what grpo_matched is given (trainers.train.run_cost)
+        from trainers.train import run_cost
 
-        for k in COST_METRICS:
-            extra[k] = sum(r.get(k, 0) for r in curve)
-        rollout = int(extra["cost/rollout_tokens"])
-        # what grpo_matched is given: the generation credit (continuations + judge) added per rollout token
-        extra["match_ratio"] = (int(extra["cost/credit_tokens"]) + int(extra["cost/judge_tokens"])) / max(1, rollout)
+        extra.update(run_cost(curve))
     return {
         "model_dir": str(run_dir / "checkpoint" / "model"),
         "curve": curve,

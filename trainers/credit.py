@@ -91,14 +91,12 @@ class CreditAssigner:
         left out of the loss; and the iteration's statistics, with a credit record per proposal
         (``iteration`` and the groups' global indices ``group_ids`` label them)."""
         cfg, stats = self.cfg, CreditStats()
-        self._where = (iteration, list(group_ids) if group_ids is not None else list(range(len(groups))))
         prover = cfg.method.startswith("prover")
         estimator = self.estimator_factory() if prover and self.estimator_factory else None
         if estimator is not None and hasattr(self.judge, "bind"):
             self.judge.bind(estimator)
         out: list[torch.Tensor | None] = []
         for g, group in enumerate(groups):
-            self._group = self._where[1][g]
             stats.groups += 1
             rewards, turn_rewards = outcome_rewards(group, cfg.invalid_action_penalty)
             if cfg.drop_zero_std_groups and len(set(rewards)) < 2:
@@ -119,14 +117,16 @@ class CreditAssigner:
             if mixed_outcome(group):
                 stats.mixed_groups += 1
                 if prover and (cfg.max_verified_groups is None or stats.proposed < cfg.max_verified_groups):
-                    self._prover(group, rewards, tokens, layouts, estimator, stats)
+                    where = (iteration, group_ids[g] if group_ids is not None else g)
+                    self._prover(group, rewards, tokens, layouts, estimator, stats, where)
             out += tokens
         if estimator is not None:
             stats.extra_env_steps, stats.extra_tokens = estimator.extra_env_steps, estimator.extra_tokens
             stats.extra_prompt_tokens = estimator.extra_prompt_tokens
         return out, stats
 
-    def _prover(self, group, rewards, tokens, layouts, estimator, stats) -> None:
+    def _prover(self, group, rewards, tokens, layouts, estimator, stats, where: tuple[int, int]) -> None:
+        """Judge, verify and credit one mixed group; ``where``: (iteration, global group index) for its record."""
         cfg = self.cfg
         proposal = self.judge.propose(group)
         if proposal is None or not proposal.valid_for(group):
@@ -153,8 +153,8 @@ class CreditAssigner:
 
             stats.records.append(
                 make_record(
-                    iteration=self._where[0],
-                    group_index=self._group,
+                    iteration=where[0],
+                    group_index=where[1],
                     method=cfg.method,
                     judge=self.judge_name,
                     side=str(getattr(self.judge, "side", "")),
@@ -190,14 +190,15 @@ class CreditAssigner:
 
     def _verification(self, proposal, traj, group, estimator) -> Verification:
         ev = proposal.evidence
-        if isinstance(ev, dict) and "before" in ev and not self.cfg.reverify:  # the exhaustive judge measured it
-            return Verification.measured(
-                ev["before"],
-                ev["after"],
-                before_source=ev.get("before_source", ""),
-                after_source=ev.get("after_source", ""),
-            )
-        if isinstance(ev, dict) and "before" in ev:  # re-verify on fresh continuations (another key namespace)
+        if isinstance(ev, dict) and "before" in ev:  # the exhaustive judge measured it already
+            if not self.cfg.reverify:
+                return Verification.measured(
+                    ev["before"],
+                    ev["after"],
+                    before_source=ev.get("before_source", ""),
+                    after_source=ev.get("after_source", ""),
+                )
+            # re-verify on fresh continuations (another key namespace), not the judge's maximum
             namespace, estimator.namespace = estimator.namespace, "reverify"
             try:
                 return verify_segment(None, traj, proposal, None, self.cfg.continuations, estimator=estimator)

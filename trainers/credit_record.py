@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.trajectory import Trajectory
+from judges.oracle import recorded_pivot
 
 VERSION = 1
 
@@ -142,14 +143,6 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def pivot_step(traj: Trajectory) -> int | None:
-    """``info["pivot_step"]`` of the trajectory's final step (the env's deciding action), if recorded."""
-    if not traj.turns:
-        return None
-    value = (traj.turns[-1].info or {}).get("pivot_step")
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _continuation(run: Trajectory) -> dict:
     return {
         "actions": [t.action for t in run.turns],
@@ -196,11 +189,11 @@ def make_record(
             "actions": [u.action for u in t.turns],
             "observations": [u.observation[:obs_chars] for u in t.turns],
             "valid": [bool(u.valid) for u in t.turns],
-            "pivot_step": pivot_step(t),
+            "pivot_step": recorded_pivot(t),
         }
         for i, t in enumerate(group)
     ]
-    pivot = pivot_step(traj)
+    pivot = recorded_pivot(traj)
     ver = None
     cost = {"generated_tokens": 0, "prompt_tokens": 0, "env_steps": 0}
     if verification is not None:

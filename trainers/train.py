@@ -59,6 +59,16 @@ COST_METRICS = (
     "cost/generated_tokens",
     "cost/total_tokens",
 )
+
+
+def run_cost(rows: list[dict]) -> dict:
+    """A run's ``COST_METRICS`` summed over its metrics rows, and ``match_ratio``: the tokens credit
+    assignment generated (continuations + an LLM judge) per rollout token, what grpo_matched is given."""
+    cost = {k: sum(r.get(k, 0) for r in rows) for k in COST_METRICS}
+    cost["match_ratio"] = (cost["cost/credit_tokens"] + cost["cost/judge_tokens"]) / max(1, cost["cost/rollout_tokens"])
+    return cost
+
+
 METRICS = (
     "iteration",
     "reward",
@@ -372,19 +382,9 @@ class Trainer:
         g = self.cfg.group_size
         keys = [self.sample_key(t, j) for t in tasks for j in range(g)]
         if self.cfg.batched_rollouts:  # every episode of the iteration in lock-step: one generation batch per turn
-            from agents.rollout import rollout_batch
+            from agents.rollout import rollout_chunks
 
-            trajs = []
-            width = len(self.pool())
-            for first in range(0, len(keys), width):
-                chunk = keys[first : first + width]
-                trajs += rollout_batch(
-                    self.pool(),
-                    self.policy,
-                    task_ids=[k[3] for k in chunk],
-                    indices=list(range(len(chunk))),
-                    keys=chunk,
-                )
+            trajs = rollout_chunks(self.pool(), self.policy, task_ids=[k[3] for k in keys], keys=keys)
             return [trajs[i * g : (i + 1) * g] for i in range(len(tasks))]
         return [
             [rollout(self.env, self.policy, task_id=k[3], key=k) for k in keys[i * g : (i + 1) * g]]

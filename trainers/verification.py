@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from agents.rollout import rollout_batch, rollout_from
+from agents.rollout import rollout_chunks, rollout_from
 from agents.trajectory import Trajectory
 from judges.base import Proposal
 from trainers.advantages import improvement_p_value, segment_advantage
@@ -132,17 +132,7 @@ class ValueEstimator:
                 keys += [(self.namespace, traj.key, k, j) if traj.key is not None else None for j in range(m)]
         runs: list[Trajectory] = []
         if self.pool is not None and starts:
-            width = len(self.pool)
-            for first in range(0, len(starts), width):
-                chunk = starts[first : first + width]
-                chunk_keys = keys[first : first + width]
-                runs += rollout_batch(
-                    self.pool,
-                    self.policy,
-                    starts=chunk,
-                    indices=list(range(len(chunk))),
-                    keys=chunk_keys if any(k is not None for k in chunk_keys) else None,
-                )
+            runs = rollout_chunks(self.pool, self.policy, starts=starts, keys=keys)
         else:
             for (snap, history, task_id, task), key in zip(starts, keys):
                 runs.append(rollout_from(self.env, snap, self.policy, history, task_id=task_id, task=task, key=key))

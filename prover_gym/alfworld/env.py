@@ -313,13 +313,12 @@ class ALFWorldEnv(TextEnv):
     def at_pivot(self) -> bool:
         """Whether the next action is the pivot: the goal object was taken by the last action, in a
         heat / cool / clean task from ``start="object"``."""
-        return (
-            self.start != "room"
-            and self._meta.get("task_type") in PIVOT_TASK_TYPES
-            and self._taken_at is not None
-            and self._step == self._taken_at
-            and not (self._terminated or self._truncated)
-        )
+        ended = self._terminated or self._truncated
+        return self._in_pivot_task() and self._taken_at is not None and self._step == self._taken_at and not ended
+
+    def _in_pivot_task(self) -> bool:
+        """A heat / cool / clean task from ``start="object"``: the settings whose pivot the env records."""
+        return self.start != "room" and self._meta.get("task_type") in PIVOT_TASK_TYPES
 
     def skip_action(self) -> str | None:
         """At the pivot, the move that skips the transform: straight to the receptacle the goal names
@@ -343,7 +342,7 @@ class ALFWorldEnv(TextEnv):
     def pivot_step(self) -> int | None:
         """The 0-based index of the action that followed taking the goal object (heat / cool / clean
         tasks from ``start="object"``: the appliance or not), or None (see the class docstring)."""
-        if self.start == "room" or self._meta.get("task_type") not in PIVOT_TASK_TYPES or self._taken_at is None:
+        if not self._in_pivot_task() or self._taken_at is None:
             return None
         return self._taken_at if self._step > self._taken_at else None
 
