@@ -73,7 +73,7 @@ class ALFWorldEnv(TextEnv):
     action decides where it goes: to the appliance the goal's transform needs, or elsewhere (straight
     to the target, where placing it untransformed loses the task). The final step's info carries
     ``pivot_step``: the 0-based index of that action in the episode, or None when the object was never
-    taken (or no action followed); other task types and ``start="room"`` record None.
+    taken (or no action followed); other task types and ``start="room"`` omit the key (DESIGN's contract).
     """
 
     env_id = "prover/ALFWorld-v0"
@@ -352,6 +352,6 @@ class ALFWorldEnv(TextEnv):
             "floor_plan": self._meta.get("floor_plan", ""),
             "expert_plan": self.engine.expert_plan() if self._task_id is not None else [],
         }
-        if self._terminated or self._truncated:  # the episode's deciding action, where the setting has one
+        if (self._terminated or self._truncated) and self._in_pivot_task():  # the deciding action (or None)
             info["pivot_step"] = self.pivot_step()
         return info
