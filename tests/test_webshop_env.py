@@ -228,3 +228,37 @@ def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
         gym.make("prover/WebShop-v0", split="test", budget_slack=0)
     with pytest.raises(ValueError, match="start="):
         gym.make("prover/WebShop-v0", split="test", start="cart")
+
+
+def test_item_start_records_the_buy_as_the_pivot():
+    """start='item' (the hasty control): the final info's pivot_step is the buy's step, won or hasty; a run
+    that spends its budget without buying records None; start='search' omits the key; restore keeps it."""
+    from prover_gym import restore, snapshot
+
+    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=1)
+    seed = next(s for s in range(50) if env.reset(seed=s) and env.unwrapped.goal_option_count() >= 2)
+    env.reset(seed=seed)
+    snap = snapshot(env)
+    steps, info, done = 0, {}, False
+    while not done:  # the expert: options, then the buy
+        _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
+        steps, done = steps + 1, term or trunc
+        assert done or "pivot_step" not in info  # only the final step carries it
+    assert info["won"] and info["pivot_step"] == steps - 1 == env.unwrapped.goal_option_count()
+    restore(env, snap)
+    _, _, _, _, info = env.step(env.unwrapped.expert_action())  # one option, then the hasty buy
+    _, _, term, _, info = env.step("click[buy now]")
+    assert term and not info["won"] and info["pivot_step"] == 1
+    restore(env, snap)
+    done = False
+    while not done:  # never buys: the budget runs out
+        _, _, term, trunc, info = env.step("click[description]" if info.get("page") != "description" else "click[< prev]")
+        done = term or trunc
+    assert trunc and not term and info["pivot_step"] is None
+    env = gym.make("prover/WebShop-v0", split="test")
+    env.reset(seed=seed)
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
+        done = term or trunc
+    assert info["won"] and "pivot_step" not in info

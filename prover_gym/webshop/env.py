@@ -72,6 +72,10 @@ class WebShopEnv(TextEnv):
         budget_slack: with ``start="item"``, a per-task step budget of (the goal's options on the
             page) + 1 (buy) + ``budget_slack`` (capped by ``max_steps``): 0 = every click must be
             right, so a wrong option or a detour is final. None = ``max_steps`` only.
+            The pivot (``start="item"``): the purchase decides (bought with the goal's options
+            chosen, or before them: the hasty buy); it ends the episode, so it is the last step.
+            The final step's info carries ``pivot_step``: the 0-based index of the buy, or None
+            when the budget ran out first; ``start="search"`` omits the key (DESIGN's contract).
         spacy_model: the title-noun tagger of the reward's type factor: a spaCy model name (the
             original uses ``en_core_web_lg``; an error at make when it cannot be loaded), ``"auto"``
             (a model when one is installed, else the heuristic) or None (the heuristic);
@@ -243,11 +247,14 @@ class WebShopEnv(TextEnv):
 
     def _extra_info(self) -> dict:
         clickables = self.shop.clickables(self._state) if self._goal else []
-        return {
+        info = {
             "page": self._state.page,
             "available_actions": {"has_search_bar": self._state.page == "search", "clickables": clickables},
             "goal_source": self.goal_source,
         }
+        if self.start == "item" and (self._terminated or self._truncated):  # the deciding action (or None)
+            info["pivot_step"] = self._step - 1 if self._terminated else None
+        return info
 
     # ---- expert -----------------------------------------------------------------------------
     def hasty_action(self) -> str | None:
