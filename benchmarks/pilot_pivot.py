@@ -26,19 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from leaderboards.stats import wilson  # noqa: E402
 
 # the default preset's RL budget per iteration (6 tasks, 4 whole-group updates, lr 1e-4, traj-mean)
 BUDGET = ["tasks_per_iteration=6", "updates_per_epoch=4", "agg=traj-mean", "lr=1e-4"]
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """The Wilson 95% interval of a proportion k / n."""
-    if n == 0:
-        return (math.nan, math.nan)
-    z, p = 1.96, k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (centre - half, centre + half)
 
 
 def rate(k: int, n: int) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -59,16 +60,53 @@ def summary(records: list[dict]) -> dict:
             for k in range(p["start"], p["end"] + 1):
                 by_turn[k] += r["credited_tokens"] / span
     total = sum(by_turn.values()) or 1.0
+    checked = [r for r in known if r.get("verification")]  # verified, with a known pivot: hit or not
+    at_pivot = [r["verification"]["a_seg"] for r in checked if r.get("hit_pivot")]
+    off_pivot = [r["verification"]["a_seg"] for r in checked if not r.get("hit_pivot")]
     return {
         "records": len(records),
         "verified": len(a),
         "credited": sum(r["credited"] for r in records),
         "positive": sum(x > 0 for x in a),
+        "a_seg_se": [round(r["verification"]["a_seg_se"], 4) for r in records if r.get("verification")],
+        "pair_variance": pair_variance(records),
+        "at_pivot": {"verified": len(at_pivot), "positive": sum(x > 0 for x in at_pivot)},
+        "off_pivot": {"verified": len(off_pivot), "positive": sum(x > 0 for x in off_pivot)},
         "histogram": [{"low": bins[i], "high": bins[i + 1], "count": hist.get(i, 0)} for i in range(8)],
         "pivot_known": len(known),
         "pivot_hits": hits,
         "credited_tokens_by_turn": {str(k): v / total for k, v in sorted(by_turn.items())},
     }
+
+
+def pair_variance(records: list[dict]) -> float | None:
+    """The pooled variance of one continuation pair's outcome difference (before minus after), from the
+    records' sampled sides (unbiased per side; a side measured by one outcome, such as a winner's own
+    end, counts as exact): SE(A_seg) at M continuations a side is sqrt(this / M)."""
+    per = []
+    for r in records:
+        v = r.get("verification")
+        if not v:
+            continue
+        var = 0.0
+        for side in (v["before"], v["after"]):
+            o = side.get("outcomes") or []
+            if len(o) >= 2:
+                p = sum(o) / len(o)
+                var += p * (1 - p) * len(o) / (len(o) - 1)
+        per.append(var)
+    return sum(per) / len(per) if per else None
+
+
+def continuations_for(variance: float, a_seg: float, *, power: float = 0.9) -> int:
+    """The M (continuations a side) at which a segment whose true advantage is ``a_seg`` verifies
+    positive with probability ``power`` (normal approximation): SE(M) = sqrt(variance / M) <= a_seg / z."""
+    from statistics import NormalDist
+
+    if a_seg <= 0:
+        raise ValueError(f"a_seg={a_seg!r}: the advantage to detect must be > 0")
+    z = NormalDist().inv_cdf(power)
+    return max(1, math.ceil(variance * (z / a_seg) ** 2))
 
 
 def _bars_svg(values: list[tuple[str, float]], *, width: int = 360, height: int = 120, unit: str = "") -> str:

@@ -89,7 +89,8 @@ def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
     out = []
     named = {m for pair in COMPARISONS for m in pair}
     extra = sorted({r["method"] for r in rows} - named - set(METHOD_ORDER), key=_order)  # preset variants
-    for a, b in list(COMPARISONS) + [(m, "grpo") for m in extra]:
+    variant_pairs = [(m, b) for m in extra for b in ("grpo", "grpo_matched", "prover")]  # the credit arms
+    for a, b in list(COMPARISONS) + variant_pairs:
         by_env = {}
         for env in envs:
             sa, sb, xa, xb = _per_seed(rows, env, a, b)
@@ -174,15 +175,26 @@ def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     A_seg, the judge's localisation against the env's pivot step, and the credited tokens' share by
     turn position (from each cell's credit record)."""
     header = ["env", "method", "seeds", "judged", "verified", "A_seg > 0", "credited", "mean A_seg", "hit pivot"]
+    header += ["A_seg > 0: pivot in / not in segment", "median SE(A_seg)", "bonus share of advantage mass"]
     header.append("credited tokens by turn (0 / 1 / 2 / 3+)")
     cells: dict[tuple[str, str], list[dict]] = {}
+    bonus: dict[tuple[str, str], list[float]] = {}
     for r in rows:
         if r["extra"].get("credit"):
             cells.setdefault((r["env"], r["method"]), []).append(r["extra"]["credit"])
+            if "prover/bonus_share" in r["extra"]:
+                bonus.setdefault((r["env"], r["method"]), []).append(r["extra"]["prover/bonus_share"])
     body = []
     for (env, method), cs in sorted(cells.items(), key=lambda x: (x[0][0], _order(x[0][1]))):
         a = [x for c in cs for x in c.get("a_seg", [])]
+        se = sorted(x for c in cs for x in c.get("a_seg_se", []))
         known, hits = sum(c["pivot_known"] for c in cs), sum(c["pivot_hits"] for c in cs)
+        split = []
+        for where in ("at_pivot", "off_pivot"):
+            n = sum(c.get(where, {}).get("verified", 0) for c in cs)
+            k = sum(c.get(where, {}).get("positive", 0) for c in cs)
+            split.append(f"{k}/{n} ({100 * k / n:.0f}%)" if n else "-")
+        shares = bonus.get((env, method), [])
         share = [0.0] * 4
         for turn, v in credited_share(cs).items():
             share[min(3, turn)] += v
@@ -197,6 +209,9 @@ def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 str(sum(c["credited"] for c in cs)),
                 f"{sum(a) / len(a):+.2f}" if a else "-",
                 f"{hits} / {known} ({100 * hits / known:.0f}%)" if known else "not recorded",
+                " / ".join(split) if known else "-",
+                f"{se[len(se) // 2]:.2f}" if se else "-",
+                f"{100 * sum(shares) / len(shares):.1f}%" if shares else "-",
                 " / ".join(f"{100 * v:.0f}%" for v in share) if any(share) else "-",
             ]
         )

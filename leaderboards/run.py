@@ -373,7 +373,7 @@ def train(
             "a_seg": [round(r["verification"]["a_seg"], 4) for r in records if r.get("verification")],
         }
     if curve:
-        for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio"):
+        for k in ("prover/extra_tokens_ratio", "prover/extra_env_steps_ratio", "prover/bonus_share"):
             extra[k] = sum(r.get(k, 0.0) for r in curve) / len(curve)
         for k in (
             "prover/proposed_segments",

@@ -20,6 +20,16 @@ import random
 from collections.abc import Sequence
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson 95% interval of a proportion k / n (nan, nan for n = 0)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (centre - half, centre + half)
+
+
 def standard_error(successes: Sequence[float]) -> float:
     """sqrt(p (1 - p) / n) of a 0/1 sample (0 for fewer than 2)."""
     n = len(successes)

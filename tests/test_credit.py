@@ -54,6 +54,8 @@ def test_a_verified_positive_won_segment_gets_the_bonus_on_exactly_its_tokens(sl
     assert torch.allclose(good, torch.tensor([A + bonus] * 3 + [A] * 3), atol=1e-5)
     assert torch.allclose(bad, torch.tensor([-A] * 3), atol=1e-5)
     assert stats.credited_tokens == 3 and stats.extra_env_steps == 2  # 2 continuations of one answer turn
+    # the bonus's share of the advantage mass: 3 tokens of +bonus over 9 tokens of |A| (6 + 3) before it
+    assert stats.metrics()["prover/bonus_share"] == pytest.approx(3 * bonus / (9 * A), rel=1e-5)
 
 
 def test_a_failed_side_proposal_verifies_negative_and_gets_nothing(slip_group):

@@ -117,6 +117,10 @@ def test_the_inspector_page_holds_every_record_and_the_cli_says_what_is_missing(
     assert s["records"] == len(records) and sum(b["count"] for b in s["histogram"]) == s["verified"]
     if s["credited"]:
         assert sum(s["credited_tokens_by_turn"].values()) == pytest.approx(1.0)
+    # WebShop's item setting records the buy as the pivot: every verified record is either at it or off it
+    checked = [r for r in records if r["verification"] and r["pivot_step"] is not None]
+    assert checked and s["at_pivot"]["verified"] + s["off_pivot"]["verified"] == len(checked)
+    assert s["at_pivot"]["verified"] == sum(r["hit_pivot"] for r in checked) and len(s["a_seg_se"]) == s["verified"]
     assert main([str(tmp_path)]) == 2  # no credit.jsonl: exit 2 with the reason
     (tmp_path / "credit.jsonl").write_text("{not json\n")
     with pytest.raises(ValueError, match="credit.jsonl:1"):
@@ -197,3 +201,20 @@ def test_the_pivot_judge_proposes_the_recorded_pivot():
     assert (p.trajectory, p.start) == (0, 1)
     assert judge.propose([traj(False, 1), traj(True, None)]) is None  # no recorded pivot: no proposal
     assert judge.propose([traj(True, 1), traj(True, 2)]) is None  # not a mixed group
+
+
+def test_the_pair_variance_gives_the_continuations_a_stated_power_needs():
+    from leaderboards.credit_view import continuations_for, pair_variance
+
+    def rec(before, after):
+        return {"verification": {"before": {"outcomes": before}, "after": {"outcomes": after}}}
+
+    # before: p = 1/2 of 4 (unbiased variance 1/3); after: a winner's own end (one outcome, exact)
+    records = [rec([True, False, True, False], [True]), rec([True] * 4, [False] * 4), {"verification": None}]
+    assert pair_variance(records) == pytest.approx((1 / 3 + 0.0) / 2)
+    assert pair_variance([{"verification": None}]) is None
+    # SE(M) = sqrt(0.32 / M) <= 0.22 / z(0.9) = 0.1717 needs M >= 10.9: 11
+    assert continuations_for(0.32, 0.22, power=0.9) == 11
+    assert continuations_for(0.32, 0.22, power=0.5) == 1  # z = 0: any M gets the sign right half the time
+    with pytest.raises(ValueError, match="a_seg"):
+        continuations_for(0.32, 0.0)

@@ -392,3 +392,25 @@ def test_the_credit_preset_plans_every_arm_from_its_shipped_bases(tmp_path):
         oracle = _train_config(preset, env, "prover_oracle", 0, tmp_path, None, preset["judge"])
         assert oracle.judge["kind"] == "pivot" and oracle.max_verified_groups is None
         assert oracle.value_before == "continuations"
+        assert _train_config(preset, env, "prover_oracle_b4", 0, tmp_path, None, preset["judge"]).beta == 4.0
+
+
+@pytest.mark.parametrize("block", ["alfworld_pivot", "webshop"])
+def test_every_env_block_of_the_credit_preset_records_its_pivot(block):
+    """The credit preset's settings, through gym.make with the block's own kwargs: the expert's episode ends
+    with info["pivot_step"], the index of a step it took (train and eval kwargs alike)."""
+    sys.path.insert(0, str(ROOT))
+    import gymnasium as gym
+
+    from leaderboards.run import load_preset
+
+    env_cfg = load_preset("credit")["envs"][block]
+    for kwargs in (env_cfg["train_kwargs"], env_cfg["eval_kwargs"]):
+        env = gym.make(env_cfg["env_id"], **kwargs)
+        env.reset(seed=0)
+        steps, done, info = 0, False, {}
+        while not done:
+            _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
+            steps, done = steps + 1, term or trunc
+        assert info["won"] and isinstance(info["pivot_step"], int) and 0 <= info["pivot_step"] < steps
+        env.close()

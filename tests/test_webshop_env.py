@@ -252,7 +252,9 @@ def test_item_start_records_the_buy_as_the_pivot():
     restore(env, snap)
     done = False
     while not done:  # never buys: the budget runs out
-        _, _, term, trunc, info = env.step("click[description]" if info.get("page") != "description" else "click[< prev]")
+        _, _, term, trunc, info = env.step(
+            "click[description]" if info.get("page") != "description" else "click[< prev]"
+        )
         done = term or trunc
     assert trunc and not term and info["pivot_step"] is None
     env = gym.make("prover/WebShop-v0", split="test")

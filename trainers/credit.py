@@ -36,6 +36,8 @@ class CreditStats:
     a_seg: list[float] = field(default_factory=list)
     p_values: list[float] = field(default_factory=list)
     credited_tokens: int = 0
+    advantage_mass: float = 0.0  # sum of |token advantage| over the groups in the loss, before any bonus
+    bonus_mass: float = 0.0  # sum of |bonus| the credited segments added to their tokens
     extra_env_steps: int = 0
     extra_tokens: int = 0
     extra_prompt_tokens: int = 0  # prompt tokens the continuations' generation calls encoded
@@ -51,6 +53,7 @@ class CreditStats:
             "prover/mean_segment_advantage": sum(a) / len(a) if a else 0.0,
             "prover/segment_advantages": [round(x, 4) for x in a],  # the distribution, per iteration
             "prover/credited_tokens": self.credited_tokens,
+            "prover/bonus_share": self.bonus_mass / self.advantage_mass if self.advantage_mass else 0.0,
             "groups/mixed": self.mixed_groups,
             "groups/dropped_fraction": self.dropped_groups / self.groups if self.groups else 0.0,
         }
@@ -114,6 +117,7 @@ class CreditAssigner:
             )
             layouts = [token_turns(t, tokenizer) for t in group]
             tokens = [turns_to_tokens(a, lay) for a, lay in zip(per_turn, layouts)]
+            stats.advantage_mass += float(sum(t.abs().sum() for t in tokens))
             if mixed_outcome(group):
                 stats.mixed_groups += 1
                 if prover and (cfg.max_verified_groups is None or stats.proposed < cfg.max_verified_groups):
@@ -184,6 +188,7 @@ class CreditAssigner:
             sign=cfg.sign,
         )
         touched = int((tokens[i] != before).sum())
+        stats.bonus_mass += float((tokens[i] - before).abs().sum())
         stats.credited += 1
         stats.credited_tokens += touched
         return touched

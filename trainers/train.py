@@ -90,6 +90,7 @@ METRICS = (
     "prover/mean_segment_advantage",
     "prover/segment_advantages",
     "prover/credited_tokens",
+    "prover/bonus_share",
     "prover/extra_tokens_ratio",
     "prover/extra_env_steps_ratio",
     *COST_METRICS,
