@@ -9,7 +9,9 @@ assignment decides", each figure with its 95% interval:
 3. >= 60% of failures decided at the pivot: the failed episode's action at ``info["pivot_step"]``
    is not the expert's move there (the env's privileged plan, from the snapshot);
 4. the judges' localisation on the mixed groups: the share of proposals that contain the won
-   trajectory's recorded pivot (first_divergence, random won-side, the pivot oracle);
+   trajectory's recorded pivot (first_divergence, last_shared_state, random won-side, the pivot
+   oracle), and the share that contain the pivot or the transform right after it (heat / cool / clean:
+   the second half of the decision, which a run that reached the appliance can still miss);
 5. with ``--grpo-iterations N``: GRPO for N iterations from the base (the default preset's budget), greedy on
    ``--eval-tasks`` held-out tasks against the base's (paired by task), which should be higher.
 Writes ``pilot.json``.
@@ -27,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from leaderboards.stats import wilson  # noqa: E402
+
+TRANSFORM = ("heat", "cool", "clean")  # the verb of the action that applies the goal's transform
 
 # the default preset's RL budget per iteration (6 tasks, 4 whole-group updates, lr 1e-4, traj-mean)
 BUDGET = ["tasks_per_iteration=6", "updates_per_epoch=4", "agg=traj-mean", "lr=1e-4"]
@@ -101,18 +105,25 @@ def main() -> None:
     localisation = {}
     for name, cfg in (
         ("first_divergence", {"kind": "first_divergence", "side": "won"}),
+        ("last_shared_state", {"kind": "last_shared_state", "side": "won"}),
         ("random (won side)", {"kind": "random", "side": "won", "seed": args.seed}),
         ("pivot oracle", {"kind": "pivot", "side": "won"}),
     ):
-        judge, hits, proposals = judges.make(cfg), 0, 0
+        judge, hits, decisions, proposals = judges.make(cfg), 0, 0, 0
         for grp in mixed:
             p = judge.propose(grp)
             if p is None:
                 continue
             proposals += 1
-            k = recorded_pivot(grp[p.trajectory])
+            traj = grp[p.trajectory]
+            k = recorded_pivot(traj)
             hits += int(k is not None and p.start <= k <= p.end)
+            # the decision pair: the move at the pivot, or the transform (heat / cool / clean) right after it
+            after = traj.turns[k + 1].action.split(" ")[0] if k is not None and k + 1 < len(traj.turns) else ""
+            transform = after in TRANSFORM
+            decisions += int(k is not None and (p.start <= k <= p.end or (transform and p.start <= k + 1 <= p.end)))
         localisation[name] = rate(hits, proposals)
+        localisation[f"{name}: the pivot or its transform"] = rate(decisions, proposals)
     turns_after = [len(t.turns) - 1 - recorded_pivot(t) for t in failed if recorded_pivot(t) is not None]
     result: dict = {
         "base": args.base,

@@ -6,7 +6,8 @@ Every judge takes ``side``: ``won`` (default: a segment of a successful trajecto
 that made it succeed; the only kind ProVer's positive-only credit can reward), ``failed`` (a
 failed trajectory's mistake) or ``any``.
 
-Kinds: ``random``, ``first_divergence``, ``oracle`` (the env's scripted expert, privileged),
+Kinds: ``random``, ``first_divergence``, ``last_shared_state`` (decision-seeking: the last state a
+won and a failed run shared where they chose differently), ``oracle`` (the env's scripted expert, privileged),
 ``pivot`` (the turn the env records as deciding, ``info["pivot_step"]``: the targeting upper bound),
 ``exhaustive`` (verifies every turn boundary: the upper bound; needs ``bind(estimator)``),
 ``openai`` and ``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic``
@@ -19,7 +20,18 @@ from pathlib import Path
 
 from judges.base import SIDES, Judge, Proposal, mixed_outcome
 
-KINDS = ("random", "first_divergence", "oracle", "pivot", "exhaustive", "openai", "hf", "vllm", "agentic")
+KINDS = (
+    "random",
+    "first_divergence",
+    "last_shared_state",
+    "oracle",
+    "pivot",
+    "exhaustive",
+    "openai",
+    "hf",
+    "vllm",
+    "agentic",
+)
 
 
 def make(cfg) -> Judge:
@@ -41,6 +53,10 @@ def make(cfg) -> Judge:
         from judges.heuristic import FirstDivergenceJudge
 
         return FirstDivergenceJudge(**cfg)
+    if kind == "last_shared_state":
+        from judges.heuristic import LastSharedStateJudge
+
+        return LastSharedStateJudge(**cfg)
     if kind == "oracle":
         from judges.oracle import OracleJudge
 

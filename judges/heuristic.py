@@ -1,4 +1,5 @@
-"""Judges that need no model: ``random`` (the ablation's segment) and ``first_divergence``."""
+"""Judges that need no model: ``random`` (the ablation's segment), ``first_divergence`` and the
+decision-seeking ``last_shared_state``."""
 
 from __future__ import annotations
 
@@ -67,3 +68,57 @@ class FirstDivergenceJudge:
         if self.side == "failed":
             return Proposal(f, k, k, "the failed attempt's action where it first departed from a successful one")
         return Proposal(w, k, k, "the successful attempt's action where a failed one first departed from it")
+
+
+def last_shared_divergence(won: Trajectory, failed: Trajectory) -> tuple[int, int] | None:
+    """(won turn, failed turn) of the last state the two trajectories shared (same ``snapshot.key``,
+    the env's state identity, whatever the turn index) where the failed one did not take the won
+    one's action; None when they share no such state. After it the two never meet again in a state
+    where they chose differently: the decision that set the winner apart, not a cosmetic first
+    difference that both later undo (a ``look`` before the ``take``)."""
+    actions: dict[str, set[str]] = {}  # state key -> the failed run's actions there
+    last_turn: dict[str, int] = {}
+    for j, turn in enumerate(failed.turns):
+        key = turn.snapshot.key if turn.snapshot is not None else ""
+        if key:
+            actions.setdefault(key, set()).add(turn.action)
+            last_turn[key] = j
+    found = None
+    for i, turn in enumerate(won.turns):
+        key = turn.snapshot.key if turn.snapshot is not None else ""
+        if key in actions and turn.action not in actions[key]:
+            found = (i, last_turn[key])
+    return found
+
+
+class LastSharedStateJudge:
+    """Decision-seeking: over every (successful, failed) pair, the last state both visited (the env's
+    state key) where their actions differ (``last_shared_divergence``); the successful trajectory's
+    turn there (``side=won``, the default; ``any`` does the same) or the failed one's last turn in that
+    state (``side=failed``). Among the pairs, the won turn the most failed trajectories point to,
+    then the later turn, then the earlier trajectory. Needs the env's snapshots (every rollout of
+    this harness has them); a pair of runs that share no state names nothing."""
+
+    def __init__(self, side: str = "won"):
+        self.side = check_side(side)
+
+    def propose(self, group: list[Trajectory]) -> Proposal | None:
+        if not mixed_outcome(group):
+            return None
+        votes: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (won index, won turn) -> [(failed, turn)]
+        for w, won in enumerate(group):
+            if not won.won:
+                continue
+            for f, failed in enumerate(group):
+                if failed.won:
+                    continue
+                hit = last_shared_divergence(won, failed)
+                if hit is not None:
+                    votes.setdefault((w, hit[0]), []).append((f, hit[1]))
+        if not votes:
+            return None
+        w, k = min(votes, key=lambda wk: (-len(votes[wk]), -wk[1], wk[0]))
+        if self.side == "failed":
+            f, j = votes[(w, k)][0]
+            return Proposal(f, j, j, "the failed attempt's action in the last state it shared with a successful one")
+        return Proposal(w, k, k, "the successful attempt's action in the last state a failed one shared with it")

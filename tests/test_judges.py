@@ -40,7 +40,7 @@ def group(request):
     return group_for(request.param)
 
 
-@pytest.mark.parametrize("config", ["random.yaml", "first_divergence.yaml", "oracle.yaml"])
+@pytest.mark.parametrize("config", ["random.yaml", "first_divergence.yaml", "last_shared_state.yaml", "oracle.yaml"])
 def test_every_kind_proposes_the_successful_trajectorys_decision_by_default(group, config):
     trajs, pivot = group
     judge = judges.make(f"{CONFIGS}/{config}")  # swapping judges is a config change
@@ -51,7 +51,7 @@ def test_every_kind_proposes_the_successful_trajectorys_decision_by_default(grou
         assert (p.trajectory, p.start, p.end) == (0, pivot, pivot)
 
 
-@pytest.mark.parametrize("kind", ["random", "first_divergence", "oracle"])
+@pytest.mark.parametrize("kind", ["random", "first_divergence", "last_shared_state", "oracle"])
 def test_side_failed_and_any(group, kind):
     trajs, pivot = group
     p = judges.make({"kind": kind, "side": "failed"}).propose(trajs)
@@ -69,7 +69,7 @@ def test_side_failed_and_any(group, kind):
 
 def test_no_proposal_without_mixed_outcomes(group):
     trajs, _ = group
-    for kind in ("random", "first_divergence", "oracle", "exhaustive"):
+    for kind in ("random", "first_divergence", "last_shared_state", "oracle", "exhaustive"):
         judge = judges.make({"kind": kind})
         assert judge.propose([trajs[0], trajs[0]]) is None and judge.propose([trajs[1]]) is None
 

@@ -90,3 +90,45 @@ def test_the_skip_demonstrator_is_made_from_config_and_refuses_bad_keys():
         make_demonstrator({"kind": "skip", "q": 1})
     with pytest.raises(ValueError, match="probability"):
         SkipExpert(p=2.0)
+
+
+class _Script:
+    """Plays a fixed list of actions, then ``then`` (default: the env's expert)."""
+
+    def __init__(self, actions, then=None):
+        self.actions, self.then = list(actions), then or ExpertPolicy()
+
+    def act(self, env, observation, info, history=None):
+        from agents.baselines import PolicyOutput
+
+        if not self.actions:
+            return self.then.act(env, observation, info, history)
+        action = self.actions.pop(0)
+        return PolicyOutput(action, action)
+
+
+def test_the_last_shared_state_judge_finds_the_decision_first_divergence_misses(env):
+    """A failed run that first fumbles (an invalid command: the state stays), then takes the object and
+    goes straight to the target: first_divergence names the winner's take (where the fumble happened,
+    a cosmetic difference), the decision-seeking judge the winner's move to the appliance (the last state
+    both runs were in where they chose differently). A run that reaches the appliance but never applies
+    the transform: the judge names the transform, the decision that run missed."""
+    import judges
+
+    task = env.unwrapped.task_ids()[0]
+    won = rollout(env, ExpertPolicy(), task_id=task)
+    plan = [t.action for t in won.turns]
+    fumble = rollout(env, _Script(["dance"], then=SkipExpert(p=1.0)), task_id=task)
+    assert won.won and not fumble.won and fumble.turns[1].action == plan[0] and fumble.turns[2].action != plan[1]
+    assert fumble.turns[0].snapshot.key == fumble.turns[1].snapshot.key  # the invalid command kept the state
+    fd = judges.make({"kind": "first_divergence"}).propose([won, fumble])
+    lss = judges.make({"kind": "last_shared_state"}).propose([won, fumble])
+    assert (fd.trajectory, fd.start) == (0, 0)  # the take: cosmetic
+    assert (lss.trajectory, lss.start, lss.end) == (0, 1, 1) == (0, won.turns[-1].info["pivot_step"], 1)
+    failed_side = judges.make({"kind": "last_shared_state", "side": "failed"}).propose([won, fumble])
+    assert (failed_side.trajectory, failed_side.start) == (1, 2)  # the fumbling run's skip
+    idle = rollout(env, _Script(plan[:2] + ["look"] * 8), task_id=task)  # at the appliance, no transform
+    assert not idle.won
+    lss = judges.make({"kind": "last_shared_state"}).propose([won, idle])
+    assert (lss.trajectory, lss.start) == (0, 2)  # the transform, a turn after the recorded pivot
+    assert judges.make({"kind": "last_shared_state"}).propose([won, won]) is None  # not mixed
