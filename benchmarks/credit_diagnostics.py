@@ -118,6 +118,8 @@ def diagnose(out: Path, target_a: float | None = None) -> list[dict]:
     oracle = [r for r in rows if r["method"] == "prover_oracle" and r.get("mean_a_seg")]
     for r in rows:
         target = target_a or next((o["mean_a_seg"] for o in oracle if o["env"] == r["env"]), None)
+        if target is not None and target < 0.05:  # the oracle's segments carry no advantage: use the method's own
+            target = r.get("mean_a_seg")
         if r.get("pair_variance") and target and target > 0:
             r["target_a"] = target
             r["m_for_power"] = {p: continuations_for(r["pair_variance"], target, power=p) for p in (0.8, 0.9)}
