@@ -247,7 +247,7 @@ class WebShopEnv(TextEnv):
 
     def _extra_info(self) -> dict:
         clickables = self.shop.clickables(self._state) if self._goal else []
-        info = {
+        info: dict[str, Any] = {
             "page": self._state.page,
             "available_actions": {"has_search_bar": self._state.page == "search", "clickables": clickables},
             "goal_source": self.goal_source,
