@@ -262,3 +262,16 @@ def test_a_fresh_start_drops_rows_an_earlier_attempt_left_before_its_first_check
     rows = metric_rows(out)
     assert [r["iteration"] for r in rows] == [1, 2] and rows[0]["success"] != 0.123
     assert not (out / "credit.jsonl").read_text().strip()  # grpo writes no credit; the stale line is gone
+
+
+def test_a_kill_between_the_checkpoint_renames_keeps_the_previous_checkpoint(tmp_path):
+    """save() renames checkpoint -> checkpoint.old, then the new one into place: a kill between the two leaves
+    only checkpoint.old, which has_checkpoint puts back (the resume starts from the previous iteration)."""
+    from trainers import checkpoint
+
+    (tmp_path / "checkpoint.old").mkdir()
+    (tmp_path / "checkpoint.old" / "state.json").write_text('{"iteration": 2}')
+    assert checkpoint.has_checkpoint(tmp_path)
+    assert json.loads((tmp_path / "checkpoint" / "state.json").read_text())["iteration"] == 2
+    assert not (tmp_path / "checkpoint.old").exists()
+    assert not checkpoint.has_checkpoint(tmp_path / "empty")

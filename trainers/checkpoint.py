@@ -48,6 +48,11 @@ def load(ckpt: Path, optimizer) -> dict:
 
 
 def has_checkpoint(out: Path) -> bool:
+    """Whether ``out`` holds a complete checkpoint; a kill between ``save``'s two renames left only
+    ``checkpoint.old`` (the previous, complete one), which is put back first."""
+    old = out / "checkpoint.old"
+    if not (out / "checkpoint").exists() and (old / "state.json").is_file():
+        os.rename(old, out / "checkpoint")
     return (out / "checkpoint" / "state.json").is_file()
 
 
