@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from leaderboards.credit_view import continuations_for, load_records, pair_variance  # noqa: E402
+from leaderboards.credit_view import continuations_for, load_records, summary  # noqa: E402
 from leaderboards.stats import wilson  # noqa: E402
 
 
@@ -79,38 +79,34 @@ def diagnose(out: Path, target_a: float | None = None) -> list[dict]:
         if common:
             row["tokens_vs_grpo"] = sum(tokens[(env, method)][s] for s in common) / sum(grpo[s] for s in common)
         if records:
+            s = summary(records)  # the inspector's figures: localisation, verification at / off the pivot, SE
             verified = [r for r in records if r.get("verification")]
-            known = [r for r in records if r.get("pivot_step") is not None]
-            at = [r for r in verified if r.get("pivot_step") is not None and r.get("hit_pivot")]
-            off = [r for r in verified if r.get("pivot_step") is not None and not r.get("hit_pivot")]
-            a = [r["verification"]["a_seg"] for r in verified]
-            relative = []
-            for r in records:
+            relative = []  # bonus / scale = beta A_seg; the credited trajectory's advantage / scale = r - mean
+            for r in verified:
                 if r["credited"]:
                     rewards = [t["reward"] for t in r["trajectories"]]
-                    mean = sum(rewards) / len(rewards)
-                    own = r["trajectories"][r["proposal"]["trajectory"]]["reward"] - mean
-                    if own > 0:  # bonus / scale = beta A_seg; the trajectory's advantage / scale = r - mean
-                        relative.append(r["verification"]["a_seg"] / own if r.get("verification") else None)
+                    own = r["trajectories"][r["proposal"]["trajectory"]]["reward"] - sum(rewards) / len(rewards)
+                    if own > 0:
+                        relative.append(r["verification"]["a_seg"] / own)
             shares = [
                 m["prover/bonus_share"] for run in runs.values() for m in _metrics(run) if "prover/bonus_share" in m
             ]
-            beta = _beta(next(iter(runs.values())))
+            a = [r["verification"]["a_seg"] for r in verified]
             row.update(
-                judged=len(records),
-                verified=len(verified),
-                hit_pivot=(sum(bool(r.get("hit_pivot")) for r in known), len(known)),
-                positive_at_pivot=(sum(r["verification"]["a_seg"] > 0 for r in at), len(at)),
-                positive_off_pivot=(sum(r["verification"]["a_seg"] > 0 for r in off), len(off)),
-                positive=(sum(x > 0 for x in a), len(a)),
+                judged=s["records"],
+                verified=s["verified"],
+                hit_pivot=(s["pivot_hits"], s["pivot_known"]),
+                positive_at_pivot=(s["at_pivot"]["positive"], s["at_pivot"]["verified"]),
+                positive_off_pivot=(s["off_pivot"]["positive"], s["off_pivot"]["verified"]),
+                positive=(s["positive"], s["verified"]),
                 mean_a_seg=statistics.fmean(a) if a else None,
-                median_se=statistics.median(r["verification"]["a_seg_se"] for r in verified) if verified else None,
+                median_se=statistics.median(s["a_seg_se"]) if s["a_seg_se"] else None,
                 continuations=statistics.median(len(r["verification"]["before"]["outcomes"]) for r in verified)
                 if verified
                 else None,
-                pair_variance=pair_variance(records),
-                bonus_vs_own_advantage=beta * statistics.median(x for x in relative if x is not None)
-                if any(x is not None for x in relative)
+                pair_variance=s["pair_variance"],
+                bonus_vs_own_advantage=_beta(next(iter(runs.values()))) * statistics.median(relative)
+                if relative
                 else None,
                 bonus_share=statistics.fmean(shares) if shares else None,
             )

@@ -79,13 +79,12 @@ def last_shared_divergence(won: Trajectory, failed: Trajectory) -> tuple[int, in
     actions: dict[str, set[str]] = {}  # state key -> the failed run's actions there
     last_turn: dict[str, int] = {}
     for j, turn in enumerate(failed.turns):
-        key = turn.snapshot.key if turn.snapshot is not None else ""
-        if key:
-            actions.setdefault(key, set()).add(turn.action)
-            last_turn[key] = j
+        if turn.snapshot.key:  # "" when the env gives no state identity
+            actions.setdefault(turn.snapshot.key, set()).add(turn.action)
+            last_turn[turn.snapshot.key] = j
     found = None
     for i, turn in enumerate(won.turns):
-        key = turn.snapshot.key if turn.snapshot is not None else ""
+        key = turn.snapshot.key
         if key in actions and turn.action not in actions[key]:
             found = (i, last_turn[key])
     return found

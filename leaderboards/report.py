@@ -9,6 +9,7 @@ import html
 import io
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     body = []
     for (env, method), cs in sorted(cells.items(), key=lambda x: (x[0][0], _order(x[0][1]))):
         a = [x for c in cs for x in c.get("a_seg", [])]
-        se = sorted(x for c in cs for x in c.get("a_seg_se", []))
+        se = [x for c in cs for x in c.get("a_seg_se", [])]
         known, hits = sum(c["pivot_known"] for c in cs), sum(c["pivot_hits"] for c in cs)
         split = []
         for where in ("at_pivot", "off_pivot"):
@@ -210,7 +211,7 @@ def credit_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 f"{sum(a) / len(a):+.2f}" if a else "-",
                 f"{hits} / {known} ({100 * hits / known:.0f}%)" if known else "not recorded",
                 " / ".join(split) if known else "-",
-                f"{se[len(se) // 2]:.2f}" if se else "-",
+                f"{statistics.median(se):.2f}" if se else "-",
                 f"{100 * sum(shares) / len(shares):.1f}%" if shares else "-",
                 " / ".join(f"{100 * v:.0f}%" for v in share) if any(share) else "-",
             ]
