@@ -331,6 +331,7 @@ def train(
 ) -> dict:
     """Train (or reuse) one checkpoint; returns its model dir, curve, seconds and overhead figures."""
     from prover_gym.cache import atomic_write
+    from trainers.checkpoint import has_checkpoint
     from trainers.train import Trainer
 
     env_cfg = preset["envs"][env_name]
@@ -339,17 +340,16 @@ def train(
     digest = config_hash([cfg.to_dict(), model_hash])  # model_hash: the start model's content, when shipped
     meta_path = run_dir / "leaderboard_meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    state_path = run_dir / "checkpoint" / "state.json"
     if meta.get("hash") != digest and run_dir.exists():
         shutil.rmtree(run_dir)  # another config: start over
         meta = {}
-    done = meta.get("finished") and state_path.is_file()
+    done = meta.get("finished") and has_checkpoint(run_dir)  # (puts back a checkpoint a kill left as .old)
     seconds = meta.get("seconds", 0.0)
     if not done:
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(meta_path, json.dumps({"hash": digest, "finished": False, "seconds": seconds}))
         t0 = time.time()
-        trainer = Trainer(cfg, resume=state_path.is_file())
+        trainer = Trainer(cfg, resume=has_checkpoint(run_dir))
         if method == "sft":
             trainer.sft()
             trainer.save()
