@@ -115,6 +115,38 @@ class SkipExpert(ExpertPolicy):
         return PolicyOutput("look", "look", True)
 
 
+class DecoyExpert(ExpertPolicy):
+    """A demonstrator with one early, pivotal mistake taken among plausible alternatives, then a
+    competent tail (WebShop ``start="results"``: a product that is not the one the instruction was
+    written for; Search-QA's multi-hop questions with no spare round: a first search for a look-alike
+    entity). At the pivot (``env.unwrapped.at_pivot()``) it takes the env's decoy
+    (``env.unwrapped.decoy_action()``) with probability ``p``; on the decoy's branch it plays the env's
+    misled continuation (option clicks and the buy; the look-alike's second hop and answer), so the
+    failure shows only at the end. Stateless: the branch is read from the env's state."""
+
+    name = "decoy_expert"
+
+    def __init__(self, p: float = 0.3, seed: int = 0):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"DecoyExpert p={p!r}: a probability in [0, 1]")
+        self.p, self.rng = p, random.Random(seed)
+
+    def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        base = env.unwrapped
+        if not hasattr(base, "decoy_action") or not hasattr(base, "at_pivot"):
+            raise ValueError(
+                "a decoy demonstrator needs env.unwrapped.at_pivot() and decoy_action() "
+                "(WebShop with start='results', Search-QA)"
+            )
+        if base.at_pivot():
+            decoy = base.decoy_action() if self.rng.random() < self.p else None
+        else:
+            decoy = base.decoy_action()
+        if decoy is not None:
+            return PolicyOutput(decoy, decoy, True)
+        return super().act(env, observation, info, history)
+
+
 def _expert_at_pivot(history, taken: int) -> str | None:
     """The expert's move at the pivot: its plan in the info that followed the take."""
     plan = (history[taken].info or {}).get("expert_plan") or []
@@ -123,7 +155,8 @@ def _expert_at_pivot(history, taken: int) -> str | None:
 
 def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
     """The SFT demonstrator of a config: {} or {kind: expert} = the expert; {kind: hasty, p: 0.6};
-    {kind: skip, p: 0.5, distractors: 0} (ALFWorld's pivot settings: ``SkipExpert``)."""
+    {kind: skip, p: 0.5, distractors: 0} (ALFWorld's pivot settings: ``SkipExpert``); {kind: decoy, p: 0.3}
+    (WebShop's results start and Search-QA's multi-hop questions: ``DecoyExpert``)."""
     spec = dict(spec or {})
     kind = spec.pop("kind", "expert")
     if kind == "expert" and not spec:
@@ -138,7 +171,14 @@ def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
         if bad:
             raise ValueError(f"sft_demonstrator {{kind: skip}}: unknown keys {bad}; it takes p and distractors")
         return SkipExpert(float(spec.get("p", 0.5)), int(spec.get("distractors", 0)), seed)
-    raise ValueError(f"sft_demonstrator kind={kind!r}: use expert, hasty (with p) or skip (with p, distractors)")
+    if kind == "decoy":
+        bad = sorted(set(spec) - {"p"})
+        if bad:
+            raise ValueError(f"sft_demonstrator {{kind: decoy}}: unknown keys {bad}; it takes p")
+        return DecoyExpert(float(spec.get("p", 0.3)), seed)
+    raise ValueError(
+        f"sft_demonstrator kind={kind!r}: use expert, hasty (with p), skip (with p, distractors) or decoy (with p)"
+    )
 
 
 class RandomPolicy:

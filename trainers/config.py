@@ -127,7 +127,9 @@ class TrainConfig:
         {},
         "whose episodes SFT imitates: {} = the env's expert; {kind: hasty, p: 0.6} = a "
         "flawed demonstrator that commits early with probability p where the env names a "
-        "hasty action (agents.baselines.HastyExpert)",
+        "hasty action (agents.baselines.HastyExpert); {kind: skip, p: 0.3, distractors: 0} "
+        "(ALFWorld's pivot settings: SkipExpert); {kind: decoy, p: 0.3} (WebShop start=results, "
+        "Search-QA multi-hop: DecoyExpert)",
     )
     sft_lr: float = _f(1e-3, "SFT learning rate")
     sft_schedule: str = _f(

@@ -70,6 +70,12 @@ class SearchQAEnv(TextEnv):
         reward: ``"em"`` (default), ``"f1"`` or ``"subem"``.
         data_sources: keep only these families/datasets (e.g. ``["single_hop"]``: an easy split for
             small models); None keeps all.
+
+    The pivot: a multi-hop question (its gold search path has two or more searches, e.g. the bundled
+    ``bridge`` family) with ``max_turns`` equal to its hops has no spare round, so the first search
+    decides: it must surface the bridge entity, which the second hop searches for. The final step's info
+    of such a question carries ``pivot_step``: the 0-based index of the first search, or None when there
+    was none; other questions omit the key (DESIGN's contract).
     """
 
     env_id = "prover/SearchQA-v0"
@@ -208,6 +214,9 @@ class SearchQAEnv(TextEnv):
         self._n_searches = 0
         self._retrieved: tuple[tuple[str, ...], ...] = ()
         self._answer: str | None = None
+        self._first_query: str | None = None  # the first search's query and its step (1-based): the pivot
+        self._first_at: int | None = None
+        self._decoys: dict[str, QAExample | None] | None = None  # task id -> its look-alike (see _decoy)
 
     @staticmethod
     def _locate(split: str, data, corpus) -> tuple[Path, Path | None, str]:
@@ -242,6 +251,7 @@ class SearchQAEnv(TextEnv):
         self._n_searches = 0
         self._retrieved = ()
         self._answer = None
+        self._first_query, self._first_at = None, None
         question = self._example.question.strip()
         return question if question.endswith("?") else question + "?"
 
@@ -268,6 +278,8 @@ class SearchQAEnv(TextEnv):
                 observation="", info={"error": "no searches left in the final round; answer[...] is the only action"}
             )
         passages = self.retriever.search([arg], self.topk)[0]
+        if self._first_at is None:
+            self._first_query, self._first_at = arg, self._step
         self._n_searches += 1
         self._retrieved = self._retrieved + (tuple(p.id for p in passages),)
         return Outcome(observation=self._render(passages), info={"query": arg})
@@ -303,10 +315,10 @@ class SearchQAEnv(TextEnv):
         return text if len(spans) <= n else text[: spans[n - 1].end()]
 
     def _get_state(self) -> Any:
-        return (self._n_searches, self._retrieved, self._answer)
+        return (self._n_searches, self._retrieved, self._answer, self._first_query, self._first_at)
 
     def _set_state(self, state: Any) -> None:
-        self._n_searches, self._retrieved, self._answer = state
+        self._n_searches, self._retrieved, self._answer, self._first_query, self._first_at = state
         self._example = self.examples[self._by_id[self._task_id]]
 
     def _extra_info(self) -> dict:
@@ -316,7 +328,67 @@ class SearchQAEnv(TextEnv):
             "data_source": ex.data_source if ex else "",
             "n_searches": self._n_searches,
             "retrieved_ids": [list(r) for r in self._retrieved],
+            **(
+                {"pivot_step": None if self._first_at is None else self._first_at - 1}
+                if (self._terminated or self._truncated) and self._in_pivot_task()
+                else {}
+            ),
         }
+
+    # ---- the early decision (multi-hop questions without a spare round) ------------------------
+    def _in_pivot_task(self) -> bool:
+        ex = self._example
+        return ex is not None and len(ex.gold_queries) >= 2 and len(ex.gold_queries) == self.max_turns
+
+    def at_pivot(self) -> bool:
+        """Whether the next action is the pivot: the first search of a multi-hop question whose hops use
+        every search round."""
+        ended = self._terminated or self._truncated
+        return self._in_pivot_task() and self._first_at is None and not ended
+
+    def decoy_action(self) -> str | None:
+        """What a misled demonstrator does here (``agents.baselines.DecoyExpert``), or None where it does
+        as the expert. At the pivot: search a look-alike of the question's first entity (another
+        question of the same form whose first entity shares the most words with it, e.g. a building of a
+        similar name). On that branch: follow the look-alike's own path (its second hop, found in what
+        the first search showed) and give its answer, competent turns on the wrong entity."""
+        decoy = self._decoy() if self._in_pivot_task() and not (self._terminated or self._truncated) else None
+        if decoy is None:
+            return None
+        if self.at_pivot():
+            return f"search[{decoy.gold_queries[0]}]"
+        if self._first_query != decoy.gold_queries[0]:
+            return None
+        if self._n_searches < len(decoy.gold_queries) and self._step < self.max_turns:
+            return f"search[{decoy.gold_queries[self._n_searches]}]"
+        return f"answer[{decoy.golden_answers[0]}]"
+
+    def _decoy(self) -> QAExample | None:
+        """The current question's look-alike: among the split's questions of the same form (the question
+        with its first entity blanked) and the same number of hops, with another first entity and
+        another answer, the one whose first entity shares the most words with this one's (ties: the
+        first in the split). None when the form has no other question."""
+        ex = self._example
+        assert ex is not None and self._task_id is not None
+        if self._decoys is None:
+            self._decoys = {}
+        if self._task_id not in self._decoys:
+            self._decoys[self._task_id] = None
+            form = ex.question.replace(ex.gold_queries[0], "{}")
+            words = set(ex.gold_queries[0].lower().split())
+            best = -1
+            for other in self.examples:
+                if (
+                    len(other.gold_queries) != len(ex.gold_queries)
+                    or other.gold_queries[0] == ex.gold_queries[0]
+                    or set(other.golden_answers) & set(ex.golden_answers)
+                    or other.question.replace(other.gold_queries[0], "{}") != form
+                ):
+                    continue
+                shared = len(words & set(other.gold_queries[0].lower().split()))
+                if shared > best:
+                    best, self._decoys[self._task_id] = shared, other
+        return self._decoys[self._task_id]
 
     def expert_action(self) -> str | None:
         """Follow the gold search path, then answer the first gold answer."""

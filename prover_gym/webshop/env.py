@@ -21,6 +21,8 @@ from prover_gym.webshop.data import DataError, build_goals, find_files, load_pro
 from prover_gym.webshop.engine import SUB_PAGES, Shop, ShopState
 from prover_gym.webshop.search import ProductSearch
 
+STARTS = ("search", "item", "results")
+
 
 def _no_goals(catalog, goal_source: str, items: Path, attrs: Path | None, human: Path | None, explicit: bool) -> str:
     """Why a catalogue gave no goals, with the kwarg that changes it."""
@@ -69,13 +71,24 @@ class WebShopEnv(TextEnv):
             the task is to choose the instruction's options and buy. With ``max_steps`` = the number
             of the goal's options + 1 there is no step to undo a wrong option click: each click is a
             pivotal decision (``info["goal_options"]`` is not shown; the instruction names them).
+            ``"results"``: the episode starts on the first results page of a search for the
+            instruction itself (the first move most agents make), among plausible products. The
+            tasks are the goals whose page shows both a product that reads as the right one (its
+            title names the most of the instruction's attributes, within the price limit) and wins,
+            and a look-alike that loses. Choosing the product is the early decision; a few option
+            clicks and the buy follow it.
         budget_slack: with ``start="item"``, a per-task step budget of (the goal's options on the
             page) + 1 (buy) + ``budget_slack`` (capped by ``max_steps``): 0 = every click must be
-            right, so a wrong option or a detour is final. None = ``max_steps`` only.
+            right, so a wrong option or a detour is final. None = ``max_steps`` only. With
+            ``start="results"`` one more step (the product click): at 1, a wrong product cannot be
+            undone (back to the results and the right click cost two steps).
             The pivot (``start="item"``): the purchase decides (bought with the goal's options
             chosen, or before them: the hasty buy); it ends the episode, so it is the last step.
             The final step's info carries ``pivot_step``: the 0-based index of the buy, or None
-            when the budget ran out first; ``start="search"`` omits the key (DESIGN's contract).
+            when the budget ran out first. ``start="results"``: the product chosen decides; its
+            ``pivot_step`` is the index of the first click on a result (None if there was none),
+            and the outcome shows at the buy, after the option clicks. ``start="search"`` omits
+            the key (DESIGN's contract).
         spacy_model: the title-noun tagger of the reward's type factor: a spaCy model name (the
             original uses ``en_core_web_lg``; an error at make when it cannot be loaded), ``"auto"``
             (a model when one is installed, else the heuristic) or None (the heuristic);
@@ -116,10 +129,13 @@ class WebShopEnv(TextEnv):
             spacy_model=spacy_model,
         )
         super().__init__(max_steps=max_steps, render_mode=render_mode, make_kwargs=make_kwargs)
-        if start not in ("search", "item"):
-            raise ValueError(f"start={start!r}; use 'search' (the original) or 'item' (the target's item page)")
-        if budget_slack is not None and (start != "item" or budget_slack < 0):
-            raise ValueError(f"budget_slack={budget_slack!r} needs start='item' and a value >= 0")
+        if start not in STARTS:
+            raise ValueError(
+                f"start={start!r}; use 'search' (the original), 'item' (the target's item page) or 'results' "
+                "(the results of a search for the instruction)"
+            )
+        if budget_slack is not None and (start == "search" or budget_slack < 0):
+            raise ValueError(f"budget_slack={budget_slack!r} needs start='item' or 'results' and a value >= 0")
         self.start, self.budget_slack = start, budget_slack
         from prover_gym.webshop.reward import tagger
 
@@ -172,6 +188,18 @@ class WebShopEnv(TextEnv):
         self.catalog, self.goals, self.shop, digest = shared(key, build)
         self.goal_source, self.split, self.invalid_feedback = goal_source, split, invalid_feedback
         self._ids = [str(i) for i in split_goals(len(self.goals), split, goal_source)]
+        if start == "results":  # the goals with a choice to make on the first results page (see _plan)
+            plans = shared(
+                (*key, "results_start", split, str(spacy_model)),
+                lambda: {i: self._plan(self.goals[int(i)]) for i in self._ids},
+            )
+            self._ids = [i for i in self._ids if None not in plans[i]]
+            if not self._ids:
+                raise DataError(
+                    f"start='results': no goal of split {split!r} has, on the first page of a search for its "
+                    "instruction, both a product that matches it visibly and wins and a look-alike that loses"
+                )
+        self._plans: dict[str, tuple[str | None, str | None]] = plans if start == "results" else {}
         self._fingerprint = hashlib.sha256(
             json.dumps(
                 [self.env_id, digest, split, max_steps, invalid_feedback]
@@ -180,6 +208,43 @@ class WebShopEnv(TextEnv):
         ).hexdigest()
         self._goal: dict | None = None
         self._state = ShopState()
+        self._chosen_at: int | None = None  # start="results": the step (1-based) of the first product click
+
+    def _plan(self, goal: dict) -> tuple[str | None, str | None]:
+        """``start="results"``: a goal's (pick, decoy) on the first page of a search for its instruction.
+        The pick is what an agent that reads the page would click: the best-ranked product among those
+        whose title names the most of the attributes the instruction names, at a price within its limit,
+        provided it wins when its goal options are chosen and it is bought (else None: no visible right
+        answer, not a task). The decoy: the best-ranked product that loses when played the same way and
+        matches visibly less well (a missing attribute or too dear: a plausible but readable mistake).
+        Many products can win a goal (the reward scores attributes, options and price, not the asin)."""
+        text = goal["instruction_text"].lower()
+        named = [a for a in goal.get("attributes") or () if a in text]
+        limit = goal.get("price_upper")
+        start = ShopState(page="results", keywords=text)
+
+        def visible(asin: str) -> tuple[int, bool]:
+            product = self.catalog.by_asin[asin]
+            affordable = limit is None or min(product["pricing"] or [0.0]) <= limit
+            return sum(a in product["Title"].lower() for a in named), affordable
+
+        def wins(asin: str) -> bool:
+            t = self.shop.step(start, f"click[{asin.lower()}]", goal, self.nouns)
+            for _ in range(8):  # the options a product offers, then the buy
+                if t.error or t.done:
+                    break
+                t = self.shop.step(t.state, self._misled_click(t.state, goal), goal, self.nouns)
+            return not t.error and t.done and t.reward == 1.0
+
+        page = self.shop.window(start)
+        seen = {a: visible(a) for a in page}
+        best = max((m for m, ok in seen.values() if ok), default=None)
+        if best is None:
+            return None, None
+        first = next(a for a in page if seen[a] == (best, True))
+        pick = first if wins(first) else None
+        decoy = next((a for a in page if seen[a] != (best, True) and not wins(a)), None)
+        return pick, decoy
 
     # ---- TextEnv hooks ----------------------------------------------------------------------
     def task_ids(self) -> list[str]:
@@ -198,6 +263,9 @@ class WebShopEnv(TextEnv):
             target = self._goal["asin"]
             query = self.catalog.by_asin[target]["Title"].lower()
             self._state = ShopState(page="item", keywords=query, asin=target, visited=frozenset({target}))
+        elif self.start == "results":
+            self._state = ShopState(page="results", keywords=self._goal["instruction_text"].lower())
+        self._chosen_at = None
         return self._page()
 
     def goal_option_count(self) -> int:
@@ -212,7 +280,8 @@ class WebShopEnv(TextEnv):
     def _step_limit(self) -> int:
         if self.budget_slack is None or self._goal is None:
             return self.max_steps
-        return min(self.max_steps, self.goal_option_count() + 1 + self.budget_slack)
+        chooses = 1 if self.start == "results" else 0  # the product click
+        return min(self.max_steps, chooses + self.goal_option_count() + 1 + self.budget_slack)
 
     def _page(self) -> str:
         assert self._goal is not None
@@ -228,15 +297,24 @@ class WebShopEnv(TextEnv):
         t = self.shop.step(self._state, action, self._goal, self.nouns)
         if t.error:
             return self._invalid(action, t.error)
+        if (
+            self.start == "results"
+            and self._chosen_at is None
+            and self._state.page == "results"
+            and t.state.page == "item"
+        ):
+            self._chosen_at = self._step
         self._state = t.state
         won = t.done and t.reward == 1.0
         return Outcome(observation=self._page(), reward=t.reward, terminated=t.done, won=won, info=t.info)
 
     def _get_state(self) -> Any:
-        return self._state
+        return (self._state, self._chosen_at) if self.start == "results" else self._state
 
     def _set_state(self, state: Any) -> None:
         assert self._task_id is not None  # restore() sets it before calling this hook
+        if self.start == "results":
+            state, self._chosen_at = state
         self._state = state
         self._goal = self.goals[int(self._task_id)]
 
@@ -254,7 +332,51 @@ class WebShopEnv(TextEnv):
         }
         if self.start == "item" and (self._terminated or self._truncated):  # the deciding action (or None)
             info["pivot_step"] = self._step - 1 if self._terminated else None
+        if self.start == "results" and (self._terminated or self._truncated):  # the product chosen (or None)
+            info["pivot_step"] = None if self._chosen_at is None else self._chosen_at - 1
         return info
+
+    # ---- the early decision (start="results") --------------------------------------------------
+    def at_pivot(self) -> bool:
+        """Whether the next action is the pivot: ``start="results"``, no product chosen yet."""
+        ended = self._terminated or self._truncated
+        return self.start == "results" and self._goal is not None and self._chosen_at is None and not ended
+
+    def decoy_action(self) -> str | None:
+        """What a misled demonstrator does here (``agents.baselines.DecoyExpert``), or None where it does
+        as the expert. At the pivot: click the task's decoy (``_plan``: a plausible product that reads
+        less well against the instruction and loses). On that product's page: play on as if it were
+        right: choose the goal's option values it offers, then buy (competent turns; the failure shows
+        only at the buy)."""
+        if self._goal is None or self.start != "results" or self._terminated or self._truncated:
+            return None
+        s = self._state
+        if self.at_pivot():
+            if s.page != "results":
+                return None
+            decoy = self._plans[self._task_id][1] if self._task_id in self._plans else None
+            return f"click[{decoy}]" if decoy else None  # as the page shows it (see expert_action)
+        if s.page != "item" or s.asin == self._expert_target():
+            return None
+        return self._misled_click(s, self._goal)
+
+    def _expert_target(self) -> str:
+        """The product the expert buys: the goal's asin, or with ``start="results"`` the task's pick."""
+        assert self._goal is not None and self._task_id is not None
+        pick = self._plans[self._task_id][0] if self.start == "results" else None
+        return pick or self._goal["asin"]
+
+    def _misled_click(self, s: ShopState, goal: dict) -> str:
+        """On a product's page: the next goal option value it offers that is not chosen yet, else buy."""
+        assert s.asin is not None
+        offered = self.catalog.by_asin[s.asin]["options"]
+        wanted = goal["goal_options"]
+        chosen = dict(s.options)
+        for value in wanted.values() if isinstance(wanted, dict) else wanted:
+            name = next((n for n, vs in offered.items() if value in vs), None)
+            if name is not None and chosen.get(name) != value:
+                return f"click[{value}]"
+        return "click[buy now]"
 
     # ---- expert -----------------------------------------------------------------------------
     def hasty_action(self) -> str | None:
@@ -271,11 +393,13 @@ class WebShopEnv(TextEnv):
 
     # ---- expert -----------------------------------------------------------------------------
     def expert_action(self) -> str | None:
-        """Goal-driven oracle: search the target's title, page to it, choose the goal's options, buy."""
+        """Goal-driven oracle: search the target's title, page to it, choose the goal's options, buy.
+        ``start="results"``: the target is the task's pick (``_plan``), found by the instruction's search."""
         if self._goal is None or self._terminated or self._truncated:
             return None
-        s, target = self._state, self._goal["asin"]
-        query = self.catalog.by_asin[target]["Title"].lower()
+        s, target = self._state, self._expert_target()
+        query = self._goal["instruction_text"].lower() if self.start == "results" else None
+        query = query or self.catalog.by_asin[target]["Title"].lower()
         if s.page == "search":
             return f"search[{query}]"
         if s.page in SUB_PAGES:
@@ -289,10 +413,14 @@ class WebShopEnv(TextEnv):
                 return "click[next >]"
             if wanted_page < s.page_num:
                 return "click[< prev]"
-            return f"click[{target.lower()}]"
+            # start="results": the asin as the page shows it, a plain copy for a small model (the engine
+            # lowercases an action's argument, as the original does); elsewhere the original's lowercase
+            return f"click[{target if self.start == 'results' else target.lower()}]"
         if s.page == "item":
             if s.asin != target:
                 return "click[< prev]"
+            if self.start == "results":
+                return self._misled_click(s, self._goal)  # the pick is a product that wins this way
             chosen = dict(s.options)
             product_options = self.catalog.by_asin[target]["options"]
             goal_options = self._goal["goal_options"]
