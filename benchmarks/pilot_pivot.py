@@ -12,8 +12,9 @@ assignment decides", each figure with its 95% interval:
    trajectory's recorded pivot (first_divergence, last_shared_state, random won-side, the pivot
    oracle), and the share that contain the pivot or the transform right after it (heat / cool / clean:
    the second half of the decision, which a run that reached the appliance can still miss);
-5. with ``--grpo-iterations N``: GRPO for N iterations from the base (the default preset's budget), greedy on
-   ``--eval-tasks`` held-out tasks against the base's (paired by task), which should be higher.
+5. with ``--grpo-iterations N``: GRPO for N iterations from the base (the default preset's budget, with
+   ``--set`` overrides such as ``lr=5e-5``), greedy on ``--eval-tasks`` held-out tasks against the base's
+   (paired by task), which should be higher.
 Writes ``pilot.json``.
 """
 
@@ -50,6 +51,7 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/pilot_pivot")
+    ap.add_argument("--set", nargs="*", default=[], help="trainer overrides for figure 5's GRPO, e.g. lr=5e-5")
     args = ap.parse_args()
 
     import judges
@@ -144,7 +146,14 @@ def main() -> None:
         grpo = Trainer(
             load_config(
                 None,
-                [*common, *BUDGET, f"out_dir={out / 'grpo'}", f"iterations={args.grpo_iterations}", "method=grpo"],
+                [
+                    *common,
+                    *BUDGET,
+                    *args.set,
+                    f"out_dir={out / 'grpo'}",
+                    f"iterations={args.grpo_iterations}",
+                    "method=grpo",
+                ],
             )
         )
         grpo.run()
@@ -158,6 +167,7 @@ def main() -> None:
         diff = paired_difference_ci([after[t] for t in ids], [before[t] for t in ids])
         result["grpo"] = {
             "iterations": args.grpo_iterations,
+            "overrides": args.set,
             "base_greedy": rate(sum(before.values()), len(before)),
             "grpo_greedy": rate(sum(after.values()), len(after)),
             "grpo_minus_base": verdict(diff),
