@@ -748,7 +748,11 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    ap.add_argument("--preset", default="default", help="smoke | default | paper | path/to/preset.yaml")
+    ap.add_argument(
+        "--preset",
+        default="default",
+        help=f"{' | '.join(sorted(p.stem for p in PRESETS.glob('*.yaml')))} | path/to/preset.yaml",
+    )
     ap.add_argument("--envs", nargs="+", help="subset of the preset's envs (searchqa webshop alfworld)")
     ap.add_argument("--methods", nargs="+", help=f"subset of {list(BASELINES + TRAINED)}")
     ap.add_argument("--seeds", nargs="+", type=int)

@@ -395,16 +395,43 @@ def test_the_credit_preset_plans_every_arm_from_its_shipped_bases(tmp_path):
         assert _train_config(preset, env, "prover_oracle_b4", 0, tmp_path, None, preset["judge"]).beta == 4.0
 
 
-@pytest.mark.parametrize("block", ["alfworld_pivot", "webshop"])
-def test_every_env_block_of_the_credit_preset_records_its_pivot(block):
-    """The credit preset's settings, through gym.make with the block's own kwargs: the expert's episode ends
+def test_the_credit_long_preset_plans_its_arms_from_its_shipped_base(tmp_path):
+    import argparse
+
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.run import _train_config, load_preset, plan_methods, shipped_base
+
+    preset = load_preset("credit_long")
+    methods = plan_methods(preset, argparse.Namespace(methods=None, ablations=False))
+    assert {"sft", "grpo", "grpo_matched", "prover", "prover_oracle"} <= set(methods)
+    for env_name, env in preset["envs"].items():
+        assert shipped_base(env_name, env)["model_dir"]  # the block's setting is its base's
+        prover = _train_config(preset, env, "prover", 0, tmp_path, None, preset["judge"])
+        assert prover.judge["kind"] == "last_shared_state" and prover.beta == 4.0
+        assert prover.lr == 5e-5  # the pilot's go (GRPO collapsed at 1e-4)
+        oracle = _train_config(preset, env, "prover_oracle", 0, tmp_path, None, preset["judge"])
+        assert oracle.judge["kind"] == "pivot" and oracle.max_verified_groups is None
+        assert oracle.value_before == "continuations"
+
+
+CREDIT_BLOCKS = [
+    ("credit", "alfworld_pivot"),
+    ("credit", "webshop"),
+    ("credit_long", "alfworld_pivot_long"),
+]
+
+
+@pytest.mark.parametrize("preset, block", CREDIT_BLOCKS)
+def test_every_env_block_of_the_credit_presets_records_its_pivot(preset, block):
+    """The credit presets' settings, through gym.make with the block's own kwargs: the expert's episode ends
     with info["pivot_step"], the index of a step it took (train and eval kwargs alike)."""
     sys.path.insert(0, str(ROOT))
     import gymnasium as gym
 
     from leaderboards.run import load_preset
 
-    env_cfg = load_preset("credit")["envs"][block]
+    assert set(load_preset(preset)["envs"]) == {b for p, b in CREDIT_BLOCKS if p == preset}  # every block
+    env_cfg = load_preset(preset)["envs"][block]
     for kwargs in (env_cfg["train_kwargs"], env_cfg["eval_kwargs"]):
         env = gym.make(env_cfg["env_id"], **kwargs)
         env.reset(seed=0)
