@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from agents.formats import INVALID_ACTION
 
@@ -153,6 +154,14 @@ def _expert_at_pivot(history, taken: int) -> str | None:
     return plan[0] if plan else None
 
 
+# the flawed demonstrators of make_demonstrator: kind -> (class, {key: (default, type)}, in constructor order)
+DEMONSTRATORS: dict[str, tuple[type, dict[str, tuple[Any, type]]]] = {
+    "hasty": (HastyExpert, {"p": (0.6, float)}),
+    "skip": (SkipExpert, {"p": (0.5, float), "distractors": (0, int)}),
+    "decoy": (DecoyExpert, {"p": (0.3, float)}),
+}
+
+
 def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
     """The SFT demonstrator of a config: {} or {kind: expert} = the expert; {kind: hasty, p: 0.6};
     {kind: skip, p: 0.5, distractors: 0} (ALFWorld's pivot settings: ``SkipExpert``); {kind: decoy, p: 0.3}
@@ -161,24 +170,14 @@ def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
     kind = spec.pop("kind", "expert")
     if kind == "expert" and not spec:
         return ExpertPolicy()
-    if kind == "hasty":
-        bad = sorted(set(spec) - {"p"})
+    if kind in DEMONSTRATORS:
+        cls, keys = DEMONSTRATORS[kind]
+        bad = sorted(set(spec) - set(keys))
         if bad:
-            raise ValueError(f"sft_demonstrator {{kind: hasty}}: unknown keys {bad}; it takes p")
-        return HastyExpert(float(spec.get("p", 0.6)), seed)
-    if kind == "skip":
-        bad = sorted(set(spec) - {"p", "distractors"})
-        if bad:
-            raise ValueError(f"sft_demonstrator {{kind: skip}}: unknown keys {bad}; it takes p and distractors")
-        return SkipExpert(float(spec.get("p", 0.5)), int(spec.get("distractors", 0)), seed)
-    if kind == "decoy":
-        bad = sorted(set(spec) - {"p"})
-        if bad:
-            raise ValueError(f"sft_demonstrator {{kind: decoy}}: unknown keys {bad}; it takes p")
-        return DecoyExpert(float(spec.get("p", 0.3)), seed)
-    raise ValueError(
-        f"sft_demonstrator kind={kind!r}: use expert, hasty (with p), skip (with p, distractors) or decoy (with p)"
-    )
+            raise ValueError(f"sft_demonstrator {{kind: {kind}}}: unknown keys {bad}; it takes {' and '.join(keys)}")
+        return cls(*(cast(spec.get(k, default)) for k, (default, cast) in keys.items()), seed)
+    kinds = [f"{k} (with {', '.join(keys)})" for k, (_, keys) in DEMONSTRATORS.items()]
+    raise ValueError(f"sft_demonstrator kind={kind!r}: use expert, {', '.join(kinds[:-1])} or {kinds[-1]}")
 
 
 class RandomPolicy:

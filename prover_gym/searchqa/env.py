@@ -216,7 +216,7 @@ class SearchQAEnv(TextEnv):
         self._answer: str | None = None
         self._first_query: str | None = None  # the first search's query and its step (1-based): the pivot
         self._first_at: int | None = None
-        self._decoys: dict[str, QAExample | None] | None = None  # task id -> its look-alike (see _decoy)
+        self._decoys: dict[str, QAExample | None] = {}  # task id -> its look-alike (see _decoy)
 
     @staticmethod
     def _locate(split: str, data, corpus) -> tuple[Path, Path | None, str]:
@@ -370,8 +370,6 @@ class SearchQAEnv(TextEnv):
         first in the split). None when the form has no other question."""
         ex = self._example
         assert ex is not None and self._task_id is not None
-        if self._decoys is None:
-            self._decoys = {}
         if self._task_id not in self._decoys:
             self._decoys[self._task_id] = None
             form = ex.question.replace(ex.gold_queries[0], "{}")

@@ -354,8 +354,8 @@ class WebShopEnv(TextEnv):
         if self.at_pivot():
             if s.page != "results":
                 return None
-            decoy = self._plans[self._task_id][1] if self._task_id in self._plans else None
-            return f"click[{decoy}]" if decoy else None  # as the page shows it (see expert_action)
+            assert self._task_id is not None
+            return f"click[{self._plans[self._task_id][1]}]"  # every task has one; as the page shows it
         if s.page != "item" or s.asin == self._expert_target():
             return None
         return self._misled_click(s, self._goal)
