@@ -1,15 +1,16 @@
 """Plug a judge from a config file, let it propose the segment behind a group's different outcomes,
 and verify that segment as ProVer does (continuations before and after it).
 
-    python examples/judge_from_config.py                                   # configs/judges/first_divergence.yaml
-    python examples/judge_from_config.py configs/judges/openai_local.yaml  # an LLM judge (OpenAI-compatible)
+    python examples/judge_from_config.py                    # the shipped config first_divergence
+    python examples/judge_from_config.py openai_local       # an LLM judge (OpenAI-compatible), shipped too
+    python examples/judge_from_config.py my_judge.yaml      # or a YAML file of your own
+
+Shipped configs are found by name (configs/judges/<name>.yaml, package data when installed).
 """
 
 import sys
-from pathlib import Path
 
 import gymnasium as gym
-import yaml
 
 import judges
 import prover_gym  # noqa: F401
@@ -17,11 +18,9 @@ from agents.baselines import ExpertPolicy, HastyExpert
 from agents.rollout import rollout
 from trainers.verification import verify_segment
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def main(config: str = str(ROOT / "configs/judges/first_divergence.yaml")) -> dict:
-    judge = judges.make(yaml.safe_load(Path(config).read_text()))
+def main(config: str = "first_divergence") -> dict:
+    judge = judges.make(config)
     # WebShop from the target's page with no spare step: buying before choosing every option fails
     env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=0)
     task = env.unwrapped.task_ids()[1]

@@ -3,16 +3,14 @@ iterations, ProVer's verified credit on top of GRPO. About a minute on 2 CPU cor
 
     python examples/train_prover_tiny.py [out_dir]
 
-The same run from the command line: prover-gym-train method=prover model_path=bases/searchqa ...
+The same run from the command line: prover-gym-train method=prover model_path=base:searchqa ...
+(``base:<name>``: a shipped SFT base, found in the package wherever you run from).
 """
 
 import sys
-from pathlib import Path
 
 from trainers.config import load_config
 from trainers.train import Trainer
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(out_dir: str = "runs/example_prover_tiny", iterations: int = 3) -> list[dict]:
@@ -21,7 +19,7 @@ def main(out_dir: str = "runs/example_prover_tiny", iterations: int = 3) -> list
         [
             "method=prover",
             "env_kwargs={split: train, max_turns: 2, data_sources: [single_hop]}",
-            f"model_path={ROOT / 'bases' / 'searchqa'}",
+            "model_path=base:searchqa",
             "sft_steps=0",  # the base is already SFT-trained
             "tasks_per_iteration=6",
             "group_size=4",

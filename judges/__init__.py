@@ -33,53 +33,80 @@ KINDS = (
     "agentic",
 )
 
+# kinds built from their class alone (no model): module, class
+_HEURISTIC = {
+    "random": ("judges.heuristic", "RandomJudge"),
+    "first_divergence": ("judges.heuristic", "FirstDivergenceJudge"),
+    "last_shared_state": ("judges.heuristic", "LastSharedStateJudge"),
+    "oracle": ("judges.oracle", "OracleJudge"),
+    "pivot": ("judges.oracle", "PivotJudge"),
+    "exhaustive": ("judges.exhaustive", "ExhaustiveJudge"),
+}
+LLM_JUDGE_OPTS = ("max_turn_chars", "template", "retries", "side")  # the rest configures the chat backend
+AGENTIC_JUDGE_OPTS = ("max_calls", "max_chars", "side")
+
+
+def _judge_class(kind: str):
+    import importlib
+
+    module, name = _HEURISTIC[kind]
+    return getattr(importlib.import_module(module), name)
+
+
+def check(cfg, where: str = "judge") -> list[str]:
+    """The problems of a judge config (a mapping), each naming its key path, without building the judge
+    (an LLM judge's model is not loaded): the kind, the side, and every key against what that kind
+    accepts."""
+    from agents.backends import check_backend
+    from prover_gym.checks import bad_choice, params_of, unknown_keys
+
+    if not isinstance(cfg, dict):
+        return [f"{where} = {cfg!r}: a judge is a mapping with a kind, e.g. {{kind: first_divergence, side: won}}"]
+    kind = cfg.get("kind")
+    problems = bad_choice(f"{where}.kind", kind, KINDS, "judge kind")
+    if "side" in cfg:  # every kind takes it
+        problems += bad_choice(f"{where}.side", cfg["side"], SIDES, "side")
+    if kind not in KINDS:
+        return problems
+    opts = {k: v for k, v in cfg.items() if k != "kind"}
+    if kind in _HEURISTIC:
+        problems += unknown_keys(where, opts, params_of(_judge_class(kind)))
+    elif kind == "agentic":
+        problems += unknown_keys(where, opts, [*AGENTIC_JUDGE_OPTS, "backend"])
+        if not isinstance(cfg.get("backend"), dict):
+            problems.append(f"{where}.backend: an agentic judge needs backend: {{kind: openai|hf|vllm, ...}}")
+        else:
+            problems += check_backend(cfg["backend"], f"{where}.backend")
+    else:  # an LLM judge: its own options, the rest is the backend's
+        backend = {k: v for k, v in cfg.items() if k not in LLM_JUDGE_OPTS}
+        problems += check_backend(backend, where, extra=LLM_JUDGE_OPTS)
+    return problems
+
 
 def make(cfg) -> Judge:
-    """``cfg``: a dict with ``kind`` and the judge's options, or a path to a YAML file of one."""
-    if isinstance(cfg, (str, Path)):
+    """``cfg``: a dict with ``kind`` and the judge's options, a path to a YAML file of one, or the name
+    of a shipped one (``first_divergence``: configs/judges/first_divergence.yaml)."""
+    if isinstance(cfg, (str, Path)):  # a YAML file, or the name of a shipped one (configs/judges/)
         import yaml
 
-        path = Path(cfg)
-        if not path.is_file():
-            raise FileNotFoundError(f"judge config {str(path)!r} not found (see configs/judges/)")
-        cfg = yaml.safe_load(path.read_text()) or {}
+        from prover_gym.resources import config_path
+
+        cfg = yaml.safe_load(config_path(cfg, "judges").read_text()) or {}
     cfg = dict(cfg)
     kind = cfg.pop("kind", None)
-    if kind == "random":
-        from judges.heuristic import RandomJudge
-
-        return RandomJudge(**cfg)
-    if kind == "first_divergence":
-        from judges.heuristic import FirstDivergenceJudge
-
-        return FirstDivergenceJudge(**cfg)
-    if kind == "last_shared_state":
-        from judges.heuristic import LastSharedStateJudge
-
-        return LastSharedStateJudge(**cfg)
-    if kind == "oracle":
-        from judges.oracle import OracleJudge
-
-        return OracleJudge(**cfg)
-    if kind == "pivot":
-        from judges.oracle import PivotJudge
-
-        return PivotJudge(**cfg)
-    if kind == "exhaustive":
-        from judges.exhaustive import ExhaustiveJudge
-
-        return ExhaustiveJudge(**cfg)
+    if kind in _HEURISTIC:
+        return _judge_class(kind)(**cfg)
     if kind in ("openai", "hf", "vllm"):  # an LLM judge over that chat backend
         from agents.backends import make_backend
         from judges.llm import LLMJudge
 
-        judge_opts = {k: cfg.pop(k) for k in ("max_turn_chars", "template", "retries", "side") if k in cfg}
+        judge_opts = {k: cfg.pop(k) for k in LLM_JUDGE_OPTS if k in cfg}
         return LLMJudge(make_backend({"kind": kind, **cfg}), **judge_opts)
     if kind == "agentic":
         from agents.backends import make_backend
         from judges.agentic import AgenticJudge
 
-        judge_opts = {k: cfg.pop(k) for k in ("max_calls", "max_chars", "side") if k in cfg}
+        judge_opts = {k: cfg.pop(k) for k in AGENTIC_JUDGE_OPTS if k in cfg}
         backend_cfg = cfg.pop("backend", None)
         if not isinstance(backend_cfg, dict):
             raise ValueError("an agentic judge needs backend: {kind: openai|hf, ...}")
@@ -87,4 +114,4 @@ def make(cfg) -> Judge:
     raise ValueError(f"judge kind={kind!r} is not available; use one of {', '.join(KINDS)}")
 
 
-__all__ = ["KINDS", "SIDES", "Judge", "Proposal", "make", "mixed_outcome"]
+__all__ = ["KINDS", "SIDES", "Judge", "Proposal", "check", "make", "mixed_outcome"]

@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS results (
     split TEXT NOT NULL,
     seed INTEGER NOT NULL,
     config_hash TEXT NOT NULL,
-    commit_id TEXT,
+    commit_id TEXT,                -- prover-gym's own commit (12 hex; "-dirty" with uncommitted changes)
     episodes INTEGER NOT NULL,
     success REAL NOT NULL,
     score REAL NOT NULL,
@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS results (
     train_seconds REAL NOT NULL,
     eval_seconds REAL NOT NULL,
     extra TEXT NOT NULL,           -- JSON: prover overhead ratios, model path, ...
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    version TEXT                   -- prover_gym.__version__ that produced the row
 );
 CREATE TABLE IF NOT EXISTS curves (
     key TEXT NOT NULL,
@@ -53,6 +54,16 @@ CREATE TABLE IF NOT EXISTS judge_precision (
     precision REAL,
     created REAL NOT NULL,
     extra TEXT NOT NULL DEFAULT '{}'  -- JSON: mean_a_seg, agreement (with the exhaustive judge), continuation policy
+);
+CREATE TABLE IF NOT EXISTS errors (   -- a cell that raised: not a result; a re-run tries it again
+    key TEXT PRIMARY KEY,
+    preset TEXT NOT NULL,
+    env TEXT NOT NULL,
+    method TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    error TEXT NOT NULL,           -- the exception, one line
+    trace TEXT NOT NULL,           -- its traceback, for the bug report
+    created REAL NOT NULL
 );
 """
 PRECISION_COLUMNS = ("env", "judge", "groups", "proposals", "hits", "precision", "extra")
@@ -78,6 +89,7 @@ RESULT_COLUMNS = (
     "eval_seconds",
     "extra",
     "created",
+    "version",
 )
 
 
@@ -92,6 +104,8 @@ class ResultsDB:
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(judge_precision)")}
         if "extra" not in columns:  # a results file from before judge precision was measured by verification
             self.conn.execute("ALTER TABLE judge_precision ADD COLUMN extra TEXT NOT NULL DEFAULT '{}'")
+        if "version" not in {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}:  # before provenance
+            self.conn.execute("ALTER TABLE results ADD COLUMN version TEXT")
         self.conn.commit()
 
     def close(self) -> None:
@@ -109,6 +123,7 @@ class ResultsDB:
         data.setdefault("created", time.time())
         data["groups"] = json.dumps(data.get("groups") or {})
         data["extra"] = json.dumps(data.get("extra") or {})
+        data.setdefault("version", None)
         values = [data[c] for c in RESULT_COLUMNS]
         with self.conn:  # BEGIN ... COMMIT, or ROLLBACK on error
             self.conn.execute(
@@ -117,6 +132,7 @@ class ResultsDB:
                 values,
             )
             self.conn.execute("DELETE FROM curves WHERE key = ?", (data["key"],))
+            self.conn.execute("DELETE FROM errors WHERE key = ?", (data["key"],))
             for m in curve or []:
                 self.conn.execute(
                     "INSERT INTO curves (key, iteration, metrics) VALUES (?, ?, ?)",
@@ -138,6 +154,25 @@ class ResultsDB:
     def curve(self, key: str) -> list[dict]:
         rows = self.conn.execute("SELECT metrics FROM curves WHERE key = ? ORDER BY iteration", (key,))
         return [json.loads(r[0]) for r in rows]
+
+    # ---- cells that failed --------------------------------------------------------------------
+    def put_error(self, key: str, preset: str, env: str, method: str, seed: int, error: str, trace: str) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO errors (key, preset, env, method, seed, error, trace, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, preset, env, method, int(seed), error, trace, time.time()),
+            )
+
+    def errors(self, preset: str) -> list[dict]:
+        """The cells of ``preset`` whose last attempt raised and that have no result since."""
+        cols = ("key", "env", "method", "seed", "error", "trace")
+        rows = self.conn.execute(
+            f"SELECT {', '.join(cols)} FROM errors WHERE preset = ? AND key NOT IN (SELECT key FROM results) "
+            "ORDER BY env, method, seed",
+            (preset,),
+        )
+        return [dict(zip(cols, r)) for r in rows]
 
     # ---- judge precision ----------------------------------------------------------------------
     def get_precision(self, key: str) -> dict | None:

@@ -558,13 +558,16 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
     comps = comparisons(rows, present)
     prec = [p for p in db.precisions(preset) if p["env"] in present]
     commits = sorted({r["commit_id"] for r in rows if r["commit_id"]})
+    versions = sorted({r["version"] for r in rows if r.get("version")})
+    failed = [e for e in db.errors(preset) if e["env"] in envs] if hasattr(db, "errors") else []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     paths = []
 
     md = [
         f"# prover-gym leaderboard: preset `{preset}`",
         "",
-        f"Generated {stamp}; commit {', '.join(commits) or 'unknown'}. Success in %, mean ± standard error "
+        f"Generated {stamp}; prover-gym {', '.join(versions) or 'unknown'}, commit {', '.join(commits) or 'unknown'}. "
+        "Success in %, mean ± standard error "
         "(binomial over the eval episodes, or over seeds when they vary more); WebShop's score is the mean reward "
         "(± std over seeds). 'vs GRPO' is the relative change of the average success; 'ProVer extra tokens' is the "
         "generation added by verification continuations, relative to the base rollouts.",
@@ -572,6 +575,13 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
         _md(header, body),
         "",
     ]
+    if failed:
+        md += [
+            "## Cells that failed (no row; a re-run tries them again)",
+            "",
+            *[f"- {e['env']} {e['method']} seed {e['seed']}: `{e['error']}`" for e in failed],
+            "",
+        ]
     if comps:
         md += [
             "## Differences between methods, paired by training seed",

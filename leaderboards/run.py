@@ -13,7 +13,7 @@ checkpoint with the same budget, under common random numbers (the same tasks and
 each evaluated on the same eval tasks. Methods are compared paired by training seed. Finished rows
 live in `<out>/results.sqlite` and trained checkpoints under `<out>/runs/`, keyed by a hash of their
 config, so a re-run (or a run after a crash) only does what is missing. Tables and plots:
-`<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`.
+`<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`; `<out>` is ./prover-gym-results unless --out.
 """
 
 from __future__ import annotations
@@ -25,13 +25,16 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from prover_gym.checks import did_you_mean
+
 PRESETS = Path(__file__).resolve().parent / "presets"
+# results go where the user runs, never into the (possibly installed) package
+DEFAULT_OUT = "prover-gym-results"
 BASELINES = ("random", "expert")
 TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_random", "prover_unverified")
 # grpo_matched is GRPO given the extra generation that `prover` spent in the same (env, seed): it runs
@@ -58,7 +61,9 @@ class PresetError(ValueError):
 
 
 # ---- presets ---------------------------------------------------------------------------------
-def load_preset(name_or_path: str) -> dict:
+def load_preset(name_or_path: str, check: bool = True) -> dict:
+    """A preset by name (leaderboards/presets/) or path, defaults filled and ``${VAR}``s expanded;
+    ``check``: its blocks validated (run() checks it whole, with what the run needs, instead)."""
     import yaml
 
     path = Path(name_or_path)
@@ -73,12 +78,9 @@ def load_preset(name_or_path: str) -> dict:
         raise PresetError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(preset, dict):
         raise PresetError(f"{path}: a preset is a YAML mapping with keys {sorted(PRESET_KEYS)}")
-    unknown = set(preset) - PRESET_KEYS
-    if unknown:
-        raise PresetError(f"{path}: unknown keys {sorted(unknown)}; valid keys: {sorted(PRESET_KEYS)}")
-    for key in ("name", "envs", "methods"):
-        if key not in preset:
-            raise PresetError(f"{path}: missing key {key!r}")
+    missing = [key for key in ("name", "envs", "methods") if key not in preset]
+    if missing:
+        raise PresetError(f"{path}: missing key(s) {missing}")
     preset.setdefault("seeds", [0])
     preset.setdefault("ablations", [])
     preset.setdefault("judge", {"kind": "first_divergence"})
@@ -87,27 +89,22 @@ def load_preset(name_or_path: str) -> dict:
     preset.setdefault("train", {})
     preset.setdefault("backend", "hf")
     preset.setdefault("variants", {})
-    for name, variant in preset["variants"].items():
-        where = f"{path}: variants.{name}"
-        if not isinstance(variant, dict) or variant.get("method") not in TRAINED or variant["method"] == "sft":
-            raise PresetError(f"{where}: a variant is {{method: <a trained method>, judge: ..., train: ...}}")
-        extra = set(variant) - {"method", "judge", "train", "baseline"}
-        if extra:
-            raise PresetError(f"{where}: unknown keys {sorted(extra)}; valid: method, judge, train, baseline")
-        if name in BASELINES + TRAINED:
-            raise PresetError(f"{where}: the name is a method's; pick another")
-    for env_name, env in preset["envs"].items():
-        for key in ("env_id", "train_kwargs", "eval_kwargs"):
-            if key not in env:
-                raise PresetError(f"{path}: envs.{env_name} needs {key!r}")
-        extra = set(env) - {"env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base"}
-        if extra:
-            raise PresetError(
-                f"{path}: envs.{env_name} has unknown keys {sorted(extra)}; valid: env_id, "
-                "train_kwargs, eval_kwargs, group_by, train (per-env trainer overrides), format (prompt "
-                "format kwargs), base (a shipped SFT base, trainers/bases.py, used instead of training SFT)"
-            )
-    return _expand(preset, path)
+    preset = _expand(preset, path)
+    preset["_path"] = str(path)
+    if check:
+        check_preset(preset)
+    return preset
+
+
+def check_preset(preset: dict, extra: list[str] | None = None, **run) -> None:
+    """Raise one PresetError listing every problem of ``preset`` (leaderboards/validate.py) and ``extra``
+    (the command line's); ``run``: the run's envs, methods, make_envs, require_set."""
+    from leaderboards.validate import problems
+
+    found = [*(extra or []), *problems({k: v for k, v in preset.items() if k != "_path"}, **run)]
+    if found:
+        where = preset.get("_path", preset.get("name"))
+        raise PresetError(f"{len(found)} problem(s) in preset {where}:\n" + "\n".join(f"  - {p}" for p in found))
 
 
 def _expand(obj, path):
@@ -136,36 +133,19 @@ class _Unset(str):
         return s
 
 
-def _check_set(obj, where: str) -> None:
-    if isinstance(obj, _Unset):
-        raise PresetError(
-            f"{where} = {str(obj)!r} in {obj.path} needs the environment variable(s) "
-            f"{', '.join(obj.missing)}; export them (e.g. the official data folder) and re-run"
-        )
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            _check_set(v, f"{where}.{k}")
-    if isinstance(obj, list):
-        for i, v in enumerate(obj):
-            _check_set(v, f"{where}[{i}]")
-
-
 def config_hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parents[1],
-        )
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
+    """prover-gym's own commit (12 hex, ``-dirty`` with uncommitted changes to tracked files), from its
+    checkout or the wheel it was installed from; never the caller's repository."""
+    from prover_gym.resources import provenance
+
+    info = provenance()
+    if not info["commit"]:
         return None
+    return info["commit"][:12] + ("-dirty" if info["dirty"] else "")
 
 
 # ---- evaluation --------------------------------------------------------------------------------
@@ -469,6 +449,8 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
     """One leaderboard cell: the policy of its method (trained or reused as needed) played on its tasks.
     Returns (row, curve, log line, warning or None); the caller writes the row. Runs in a worker
     process under ``--jobs``."""
+    import prover_gym
+
     env_name, seed, method, special, base = cell.env, cell.seed, cell.method, cell.special, cell.base
     out_dir = Path(out)
     env_cfg = preset["envs"][env_name]
@@ -527,6 +509,7 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
         "seed": seed,
         "config_hash": cell.key_hash,
         "commit_id": commit,
+        "version": prover_gym.__version__,
         **res,
         "train_seconds": trained["train_seconds"],
         "extra": {**trained["extra"], "outcomes": outcomes, **({"policy_failures": failures} if failures else {})},
@@ -553,14 +536,21 @@ def _trained(preset: dict, name: str) -> bool:
     return _method_of(preset, name) in TRAINED
 
 
+def _known_methods(preset: dict) -> list[str]:
+    return list(BASELINES + TRAINED) + list(preset.get("variants") or {})
+
+
 def plan_methods(preset: dict, args) -> list[str]:
     methods = list(args.methods or preset["methods"])
     if args.ablations:
         methods += [m for m in preset.get("ablations", []) if m not in methods]
-    known = list(BASELINES + TRAINED) + list(preset.get("variants", {}))
+    known = _known_methods(preset)
     for m in methods:
         if m not in known:
-            raise PresetError(f"unknown method {m!r}; use some of {known} (variants are defined in the preset)")
+            raise PresetError(
+                f"unknown method {m!r}{did_you_mean(m, known)} (valid: {', '.join(known)}; variants are defined "
+                "in the preset)"
+            )
     if MATCHED in methods and MATCHED_TO not in methods and not preset["train"].get("match_ratio"):
         raise PresetError(
             f"{MATCHED} is GRPO given the tokens {MATCHED_TO} spends: run {MATCHED_TO} too (its measured ratio "
@@ -573,27 +563,40 @@ def run(args) -> Path:
     from leaderboards.db import ResultsDB
     from leaderboards.report import write_reports
 
-    preset = load_preset(args.preset)
-    envs = list(args.envs or preset["envs"])
-    for e in envs:
-        if e not in preset["envs"]:
-            raise PresetError(f"--envs: {e!r} is not in preset {preset['name']!r} (it has {list(preset['envs'])})")
-    seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
+    preset = load_preset(args.preset, check=False)
+    envs = list(args.envs or (preset["envs"] if isinstance(preset["envs"], dict) else []))
     judge = preset["judge"]
     if args.judge:
         judge = _kind_config(
-            "--judge", args.judge, "give a judge config file (configs/judges/*.yaml) or a mapping with 'kind'"
+            "--judge",
+            args.judge,
+            "give a judge config file, a shipped one's name (configs/judges/: "
+            "first_divergence, oracle, ...) or a mapping with 'kind'",
         )
-    for e in envs:
-        _check_set(preset["envs"][e], f"envs.{e}")
+    cli: list[str] = []  # the command line's problems, reported with the preset's
+    try:
+        methods = [] if args.eval_only else plan_methods(preset, args)
+    except PresetError as exc:  # check the valid ones, report the others
+        known = _known_methods(preset)
+        methods = [m for m in [*(args.methods or preset["methods"]), *(preset["ablations"] or [])] if m in known]
+        if args.methods or not any(str(m) not in _known_methods(preset) for m in preset["methods"]):
+            cli.append(
+                ("--methods: " if args.methods else "") + str(exc)
+            )  # (a preset's own unknown method is reported below, with its key path)
+    if args.judge:
+        import judges
+
+        cli += judges.check(judge, "--judge")
+    # one pass over everything this run needs, before any model loads or cell runs (validate.py)
+    check_preset(preset, cli, envs=envs, methods=methods, make_envs=True, require_set=True)
+    seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     db = ResultsDB(out / "results.sqlite")
     commit = git_commit()
     name = preset["name"]
     ev = preset["eval"]
-    methods = [] if args.eval_only else plan_methods(preset, args)
-    reused = done = 0
+    reused = done = failed = 0
     t_start = time.time()
     jobs = max(1, int(getattr(args, "jobs", 1) or 1))
     try:
@@ -659,7 +662,17 @@ def run(args) -> Path:
                     train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
 
         def record(result):
-            nonlocal done
+            nonlocal done, failed
+            if isinstance(result, CellError):  # recorded as a failed cell; the other cells go on
+                c = result.cell
+                db.put_error(c.key, name, c.env, c.method, c.seed, result.error, result.trace)
+                failed += 1
+                print(
+                    f"[{time.time() - t_start:6.0f}s] {c.env:9s} {c.method:18s} seed {c.seed}: FAILED: {result.error}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return
             row, curve, line, warning = result
             if warning:
                 print(warning, file=sys.stderr)
@@ -678,14 +691,14 @@ def run(args) -> Path:
                     max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(threads,)
                 ) as ex:
                     futures = [
-                        ex.submit(run_cell, preset, c, str(out), judge, commit)
+                        ex.submit(run_cell_safe, preset, c, str(out), judge, commit)
                         for c in sorted(todo, key=lambda c: -c.cost)
                     ]  # longest first
                     for fut in as_completed(futures):
                         record(fut.result())
             else:
                 for c in todo:
-                    record(run_cell(preset, c, str(out), judge, commit))
+                    record(run_cell_safe(preset, c, str(out), judge, commit))
 
         # grpo_matched cells run after the prover cells whose measured token ratio they are given
         execute([c for c in cells if c.method != MATCHED])
@@ -705,7 +718,38 @@ def run(args) -> Path:
         f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
         + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html"))
     )
+    if failed:
+        raise CellsFailed(
+            f"{failed} cell(s) failed (listed above; their tracebacks are in {out / 'results.sqlite'}, table "
+            "errors). The other rows are recorded; fix the cause and run the same command again: only what is "
+            "missing runs"
+        )
     return out
+
+
+class CellsFailed(RuntimeError):
+    """Some cells raised; the others' rows are recorded."""
+
+
+class CellError(NamedTuple):
+    cell: Cell
+    error: str
+    trace: str
+
+
+def run_cell_safe(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None):
+    """``run_cell``, with an exception of the cell returned as a ``CellError`` (recorded, and the run goes
+    on) rather than raised through the pool. A backend that is down is everyone's problem: it stops the run."""
+    import traceback
+
+    from agents.backends.base import BackendUnavailable
+
+    try:
+        return run_cell(preset, cell, out, judge, commit)
+    except (BackendUnavailable, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001  (any failure of one cell is recorded, not fatal to the run)
+        return CellError(cell, f"{type(exc).__name__}: {exc}".splitlines()[0][:500], traceback.format_exc())
 
 
 def _matched(cell: Cell, db) -> Cell:
@@ -726,7 +770,17 @@ def _kind_config(flag: str, spec: str, expected: str) -> dict:
     """A ``--judge`` / ``--policy`` value: a YAML file, or a YAML mapping inline, with a ``kind``."""
     import yaml
 
-    cfg = yaml.safe_load(Path(spec).read_text()) if Path(spec).is_file() else yaml.safe_load(spec)
+    from prover_gym.resources import shipped_configs
+
+    if Path(spec).is_file():
+        cfg = yaml.safe_load(Path(spec).read_text())
+    elif flag == "--judge" and spec in shipped_configs("judges"):  # a shipped judge config, by name
+        cfg = yaml.safe_load(shipped_configs("judges")[spec].read_text())
+    else:
+        try:
+            cfg = yaml.safe_load(spec)
+        except yaml.YAMLError:
+            cfg = None
     if not isinstance(cfg, dict) or "kind" not in cfg:
         raise PresetError(f"{flag} {spec!r}: {expected}")
     return cfg
@@ -741,11 +795,22 @@ def _policy_config(spec: str | None) -> dict:
     return _kind_config("--policy", spec, "expected a mapping with 'kind' (openai | hf | vllm)")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The docstring's layout kept, and every option's default shown (an option without a value of its
+    own states in its help what it defaults to)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python leaderboards/run.py",
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
     ap.add_argument(
@@ -753,16 +818,38 @@ def main(argv: list[str] | None = None) -> int:
         default="default",
         help=f"{' | '.join(sorted(p.stem for p in PRESETS.glob('*.yaml')))} | path/to/preset.yaml",
     )
-    ap.add_argument("--envs", nargs="+", help="subset of the preset's envs (searchqa webshop alfworld)")
-    ap.add_argument("--methods", nargs="+", help=f"subset of {list(BASELINES + TRAINED)}")
-    ap.add_argument("--seeds", nargs="+", type=int)
+    ap.add_argument(
+        "--envs",
+        nargs="+",
+        help="subset of the preset's envs, e.g. searchqa webshop alfworld (default: all of the preset's)",
+    )
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        help=f"some of {list(BASELINES + TRAINED)} or the preset's variants (default: the preset's methods)",
+    )
+    ap.add_argument("--seeds", nargs="+", type=int, help="training seeds (default: the preset's)")
     ap.add_argument(
         "--ablations",
         action="store_true",
         help="also run the preset's ablations (prover_random, prover_unverified, grpo_matched)",
     )
-    ap.add_argument("--judge", help="judge config (file or YAML mapping) for the prover methods")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument(
+        "--judge",
+        help="judge config for the prover methods: a YAML file, a shipped name (configs/judges/) or an inline mapping "
+        "(default: the preset's judge)",
+    )
+    ap.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help="folder of the results (results.sqlite, tables, plots, checkpoints under runs/), relative to the "
+        "current folder; a re-run with the same --out reuses its finished rows",
+    )
+    ap.add_argument(
+        "--bases",
+        help="a folder of SFT bases (<name>/config.json + recipe.json) searched before the shipped ones "
+        "(sets $PROVER_GYM_BASES)",
+    )
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
     ap.add_argument(
         "--jobs",
@@ -773,6 +860,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
     args = ap.parse_args(argv)
+    if args.bases:
+        if not Path(args.bases).is_dir():
+            ap.error(f"--bases {args.bases!r}: not a folder")
+        prior = os.environ.get("PROVER_GYM_BASES")
+        os.environ["PROVER_GYM_BASES"] = os.pathsep.join([str(Path(args.bases).resolve()), *([prior] if prior else [])])
     if args.jobs is None:
         args.jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
     if args.jobs < 1:
@@ -784,6 +876,9 @@ def main(argv: list[str] | None = None) -> int:
     except PresetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except CellsFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except BackendUnavailable as exc:  # no row is written for it; finished rows stay, a re-run continues
         print(
             f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",

@@ -16,7 +16,7 @@ import sys
 __version__ = "0.1.0"
 
 _CORE = ("Snapshot", "SnapshotError", "TextEnv", "branch", "restore", "snapshot")
-__all__ = [*_CORE, "ENV_IDS", "register_envs", "EnvPool"]
+__all__ = [*_CORE, "ENV_IDS", "register_envs", "EnvPool", "provenance"]
 
 
 def __getattr__(name: str):
@@ -26,6 +26,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("prover_gym.registration"), name)
     if name == "EnvPool":
         return importlib.import_module("prover_gym.pool").EnvPool
+    if name == "provenance":
+        return importlib.import_module("prover_gym.resources").provenance
     raise AttributeError(f"module 'prover_gym' has no attribute {name!r}")
 
 

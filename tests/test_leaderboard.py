@@ -162,7 +162,7 @@ def test_bad_preset_and_flags(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nenvs: {}\nmethods: [random]\ncolour: blue\n")
     proc = _run(["--preset", str(bad)], tmp_path / "o1")
-    assert proc.returncode == 2 and "unknown keys ['colour']" in proc.stderr
+    assert proc.returncode == 2 and "preset.colour: unknown key" in proc.stderr
     proc = _run(["--preset", "nope"], tmp_path / "o2")
     assert proc.returncode == 2 and "preset 'nope' not found" in proc.stderr
     proc = _run(["--preset", "smoke", "--methods", "dance"], tmp_path / "o3")
@@ -369,8 +369,8 @@ def test_preset_variants_name_a_method_with_its_own_judge_and_overrides(tmp_path
     cfg = _train_config(loaded, env, "prover_oracle", 0, tmp_path / "r", None, {"kind": "first_divergence"})
     assert cfg.judge["kind"] == "pivot" and cfg.reverify is False
     for bad, match in (
-        ({"x": {"method": "nope"}}, "a variant is"),
-        ({"x": {"method": "prover", "judgee": {}}}, "unknown keys"),
+        ({"x": {"method": "nope"}}, r"variants.x.method = 'nope': not a trained method"),
+        ({"x": {"method": "prover", "judgee": {}}}, "variants.x.judgee: unknown key; did you mean 'judge'"),
         ({"grpo": {"method": "prover"}}, "the name is a method's"),
     ):
         path.write_text(yaml.safe_dump({**preset, "variants": bad}))

@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "bases"
 BASE_VERSION = 1
 
 # a setting = the env and prompt format RL trains in; the SFT budget that gives a base which
@@ -192,12 +191,28 @@ def recipe(name: str) -> dict:
 
 
 def base_dir(name: str, root: Path | None = None) -> Path:
-    """The shipped base of ``name`` (an HF model directory); a clear error when it is not there."""
+    """The base ``name`` (an HF model directory) in ``root``, else the first of
+    ``prover_gym.resources.bases_roots()`` that has it; a clear error when none has."""
+    from prover_gym.resources import bases_roots
+
     recipe(name)
-    path = (root or ROOT) / name
-    if not (path / "config.json").is_file() or not (path / "recipe.json").is_file():
-        raise BaseError(f"base {name!r} not found at {path}; build it with `python -m trainers.bases build {name}`")
-    return path
+    roots = [root] if root is not None else bases_roots()
+    for folder in roots:
+        path = Path(folder) / name
+        if (path / "config.json").is_file() and (path / "recipe.json").is_file():
+            return path
+    raise BaseError(
+        f"base {name!r} not found in {', '.join(str(r) for r in roots)}; build it with "
+        f"`python -m trainers.bases build {name}` (it goes to {default_out(name)}), or point "
+        "$PROVER_GYM_BASES (the leaderboard's --bases) at a folder that has it"
+    )
+
+
+def default_out(name: str) -> Path:
+    """Where ``build`` writes ``name`` without ``--out``: the checkout's bases/, else the user cache."""
+    from prover_gym.resources import build_root
+
+    return build_root() / name
 
 
 def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: int = 0, log=print) -> Path:
@@ -208,7 +223,7 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
     from trainers.train import Trainer
 
     spec = recipe(name)
-    out = Path(out or ROOT / name)
+    out = Path(out or default_out(name))
     work = out.parent / f".{out.name}.build"
     shutil.rmtree(work, ignore_errors=True)
     init = spec.get("init")  # a base this one continues from (its SFT runs on top of that base's weights)
@@ -290,9 +305,11 @@ def evaluate(name: str, model_dir: Path | None = None, *, episodes: int = 200, b
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m trainers.bases", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="SFT a base per its recipe and write it (default: bases/<name>)")
+    b = sub.add_parser("build", help="SFT a base per its recipe and write it (see --out)")
     b.add_argument("names", nargs="+", choices=sorted(RECIPES))
-    b.add_argument("--out", help="output folder (one name only); default bases/<name>")
+    b.add_argument(
+        "--out", help="output folder (one name only); default bases/<name> in a checkout, else <cache>/bases/<name>"
+    )
     b.add_argument(
         "--eval-episodes", type=int, default=500, help="held-out tasks to evaluate after the build (0: none)"
     )

@@ -239,10 +239,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     """A YAML file (or nothing) plus ``key=value`` overrides (values parsed as YAML, keys dotted)."""
     data: dict = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"config {str(p)!r} not found (see configs/train/)")
-        data = yaml.safe_load(p.read_text()) or {}
+        from prover_gym.resources import config_path
+
+        data = yaml.safe_load(config_path(path, "train").read_text()) or {}
     for item in overrides or []:
         if "=" not in item:
             raise ValueError(f"override {item!r} must look like key=value (dotted keys for nested fields)")
@@ -254,7 +253,23 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         raise ValueError(f"unknown config keys {unknown}; valid keys: {sorted(known)}")
     for key, value in data.items():
         data[key] = _coerce(key, known[key].type, value)
+    if data.get("model_path"):
+        data["model_path"] = resolve_model_path(str(data["model_path"]))
     return TrainConfig(**data)
+
+
+def resolve_model_path(spec: str) -> str:
+    """``base:<name>`` (a shipped SFT base, trainers/bases.py) or a repo-relative ``bases/<name>`` that
+    is not a folder here (a README command run from another folder) -> that base's directory; any
+    other value unchanged (an HF directory, or a hub name the backend explains)."""
+    from trainers.bases import RECIPES, base_dir
+
+    path = Path(spec)
+    if spec.startswith("base:"):
+        return str(base_dir(spec[len("base:") :]))
+    if not path.exists() and path.parent.name == "bases" and path.name in RECIPES:
+        return str(base_dir(path.name))
+    return spec
 
 
 def _coerce(key: str, kind: Any, value):

@@ -1,0 +1,293 @@
+"""One validation pass over a preset, before any model loads or cell runs.
+
+Every key of every block is checked (top level, eval, judge, judge_precision, train, variants, envs
+and their kwargs and format), with the methods, judge kinds and sides, backend, env ids, seeds and
+shipped bases; each env block's kwargs are made once with ``gym.make`` and closed. Every problem is
+collected, so a preset with three mistakes is fixed in one edit: each names its key path, the value,
+and the nearest valid name. ``leaderboards/run.py`` turns them into one error (exit code 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prover_gym.checks import bad_choice, did_you_mean, params_of, unknown_keys
+
+TOP = (
+    "name",
+    "variants",
+    "model",
+    "backend",
+    "seeds",
+    "methods",
+    "ablations",
+    "judge",
+    "judge_precision",
+    "eval",
+    "train",
+    "envs",
+)
+# the leaderboard's keys of each block, and what reads them (leaderboards/run.py)
+EVAL = ("episodes", "batch", "temperature", "max_tokens")  # eval_tasks, evaluate, llm_policy
+JUDGE_PRECISION = ("tasks", "failures", "kinds", "slack", "eps", "m")  # judge_precision()
+ENV_BLOCK = ("env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base")
+VARIANT = ("method", "judge", "train", "baseline")
+POLICY_BACKENDS = ("hf", "vllm")  # a preset's `backend`: what trains and evaluates its models
+# trainer fields the leaderboard sets itself, per cell: a preset's train block must not
+SET_PER_CELL = ("env_id", "env_kwargs", "seed", "out_dir", "model_path", "policy_format", "method", "judge")
+
+
+def problems(
+    preset: dict,
+    *,
+    envs: list[str] | None = None,
+    methods: list[str] = (),  # type: ignore[assignment]
+    make_envs: bool = False,
+    require_set: bool = False,
+) -> list[str]:
+    """Every problem of ``preset`` (as loaded: defaults filled, ``${VAR}``s expanded or marked unset);
+    [] when it can run. At load (the defaults) the blocks' keys and values; for a run, with ``envs``
+    (None = all) x ``methods``: also the trainer config of each cell (``methods``), each env made once
+    with gym.make (``make_envs``) and every unset ``${VAR}`` the run needs, in one line (``require_set``)."""
+    from leaderboards.run import BASELINES, TRAINED
+
+    out: list[str] = []
+    out += unknown_keys("preset", [k for k in preset if k not in TOP], TOP)
+    if not isinstance(preset.get("name"), str) or not preset.get("name"):
+        out.append(f"name = {preset.get('name')!r}: a non-empty string (rows are keyed by it)")
+    seeds = preset.get("seeds")
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    ):
+        out.append(f"seeds = {seeds!r}: a non-empty list of integers, e.g. [0, 1, 2]")
+    model = preset.get("model")
+    if model is not None and not isinstance(model, str):
+        out.append(f"model = {model!r}: an HF model directory or hub name, or null for the tiny local model")
+    out += bad_choice("backend", preset.get("backend"), POLICY_BACKENDS, "policy backend")
+    for key in ("methods", "ablations"):
+        if not isinstance(preset.get(key), list):
+            out.append(f"{key} = {preset.get(key)!r}: a list of method names")
+    variants = preset.get("variants") or {}
+    known = [*BASELINES, *TRAINED, *variants]
+    for i, m in enumerate(preset.get("methods") or []):
+        out += bad_choice(f"methods[{i}]", m, known, "method")
+    for i, m in enumerate(preset.get("ablations") or []):
+        out += bad_choice(f"ablations[{i}]", m, known, "method")
+    out += _mapping("eval", preset.get("eval"), EVAL)
+    out += _judge(preset.get("judge"), "judge")
+    out += _judge_precision(preset.get("judge_precision"))
+    out += _train(preset.get("train"), "train")
+    for name, variant in variants.items():
+        where = f"variants.{name}"
+        if not isinstance(variant, dict):
+            out.append(f"{where} = {variant!r}: {{method: <a trained method>, judge: ..., train: ...}}")
+            continue
+        out += unknown_keys(where, variant, VARIANT)
+        out += bad_choice(
+            f"{where}.method", variant.get("method"), [m for m in TRAINED if m != "sft"], "trained method"
+        )
+        if "judge" in variant:
+            out += _judge(variant["judge"], f"{where}.judge")
+        out += _train(variant.get("train"), f"{where}.train")
+        if "baseline" in variant:
+            out += bad_choice(f"{where}.baseline", variant["baseline"], known, "method")
+        if name in (*BASELINES, *TRAINED):
+            out.append(f"{where}: the name is a method's; pick another")
+    env_blocks = preset.get("envs")
+    if not isinstance(env_blocks, dict) or not env_blocks:
+        return [*out, f"envs = {env_blocks!r}: a mapping of env names to blocks {{env_id, train_kwargs, eval_kwargs}}"]
+    unset: dict[str, list[str]] = {}
+    for name in list(env_blocks) if envs is None else envs:
+        if name not in env_blocks:
+            out.append(
+                f"--envs {name!r}: not in this preset{did_you_mean(name, env_blocks)} (it has {list(env_blocks)})"
+            )
+            continue
+        out += _env(name, env_blocks[name], unset, make_envs=make_envs)
+    if unset and require_set:
+        lines = "; ".join(f"${var} (used by {', '.join(where)})" for var, where in sorted(unset.items()))
+        out.append(f"unset environment variables: {lines}; export each (e.g. the official data folder) and re-run")
+    if methods:  # the trainer's own checks on the resolved config of every trained method and env
+        out += _train_configs(preset, [e for e in (envs or env_blocks) if e in env_blocks], list(methods))
+    return out
+
+
+def _mapping(where: str, value, valid) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [f"{where} = {value!r}: a mapping with keys among {', '.join(valid)}"]
+    return unknown_keys(where, value, valid)
+
+
+def _judge(cfg, where: str) -> list[str]:
+    import judges
+
+    return judges.check(cfg, where)
+
+
+def _judge_precision(spec) -> list[str]:
+    import judges
+
+    out = _mapping("judge_precision", spec, JUDGE_PRECISION)
+    if isinstance(spec, dict):
+        for i, kind in enumerate(spec.get("kinds") or []):
+            out += bad_choice(f"judge_precision.kinds[{i}]", kind, judges.KINDS, "judge kind")
+        tasks = spec.get("tasks", 0)
+        if not isinstance(tasks, int) or isinstance(tasks, bool) or tasks < 0:
+            out.append(f"judge_precision.tasks = {tasks!r}: a count of groups (0 = skip judge precision)")
+    return out
+
+
+def _train(block, where: str) -> list[str]:
+    from trainers.config import TrainConfig
+
+    if block is None:
+        return []
+    valid = [f for f in TrainConfig.__dataclass_fields__ if f not in SET_PER_CELL]
+    out = (
+        unknown_keys(where, block, valid, "the trainer's fields: `prover-gym-train --help`, trainers/config.py")
+        if isinstance(block, dict)
+        else _mapping(where, block, valid)
+    )
+    if isinstance(block, dict):
+        out += [
+            f"{where}.{k}: set by the leaderboard for each cell (use the env block's kwargs, format or base, "
+            "or the preset's methods and judge)"
+            for k in block
+            if k in SET_PER_CELL
+        ]
+    return out
+
+
+def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
+    import gymnasium as gym
+
+    import prover_gym  # noqa: F401  (registers prover/*)
+
+    where = f"envs.{name}"
+    if not isinstance(block, dict):
+        return [f"{where} = {block!r}: a mapping {{env_id, train_kwargs, eval_kwargs, ...}}"]
+    out = unknown_keys(where, block, ENV_BLOCK)
+    for key in ("env_id", "train_kwargs", "eval_kwargs"):
+        if key not in block:
+            out.append(f"{where}: missing key {key!r}")
+    env_id = block.get("env_id")
+    ids = sorted(i for i in gym.registry if i.startswith("prover/"))
+    if env_id is not None and env_id not in gym.registry:
+        out += bad_choice(f"{where}.env_id", env_id, ids, "registered env id")
+        env_id = None
+    group_by = block.get("group_by")
+    if group_by is not None and not isinstance(group_by, str):
+        out.append(f"{where}.group_by = {group_by!r}: an info key (e.g. task_type) or null")
+    out += _train(block.get("train"), f"{where}.train")
+    fmt = block.get("format") or {}
+    if not isinstance(fmt, dict):
+        out.append(f"{where}.format = {fmt!r}: a mapping of prompt-format kwargs, e.g. {{history_length: 1}}")
+    elif env_id is not None:
+        from agents.formats import DEFAULT_FORMAT, FORMATS
+
+        if env_id in DEFAULT_FORMAT:
+            out += unknown_keys(f"{where}.format", fmt, params_of(FORMATS[DEFAULT_FORMAT[env_id][0]]))
+    if block.get("base") is not None:
+        from trainers.bases import RECIPES, BaseError, base_dir
+
+        base = block["base"]
+        if base not in RECIPES:
+            out += bad_choice(f"{where}.base", base, sorted(RECIPES), "shipped base")
+        else:
+            try:
+                base_dir(str(base))
+            except BaseError as exc:
+                out.append(f"{where}.base: {exc}")
+    missing = False
+    accepted = _env_params(env_id) if env_id is not None else None
+    for key in ("train_kwargs", "eval_kwargs"):
+        kwargs = block.get(key)
+        if kwargs is None:
+            continue
+        if not isinstance(kwargs, dict):
+            out.append(f"{where}.{key} = {kwargs!r}: a mapping of gym.make kwargs")
+            continue
+        out += unknown_keys(f"{where}.{key}", kwargs, accepted, f"the keyword arguments of {env_id}'s class")
+        for path, value in _walk(kwargs, f"{where}.{key}"):
+            for var in getattr(value, "missing", []):
+                unset.setdefault(var, []).append(path)
+                missing = True
+    if make_envs and env_id is not None and not missing and not out:
+        for key in ("train_kwargs", "eval_kwargs"):
+            try:
+                env = gym.make(env_id, **block[key])
+                env.close()
+            except Exception as exc:  # noqa: BLE001  (any failure to build the env is the block's problem)
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                out.append(f"{where}.{key}: gym.make({env_id!r}, ...) failed: {msg}")
+    return out
+
+
+def _env_params(env_id: str) -> set[str] | None:
+    """The kwargs ``gym.make(env_id, ...)`` passes on to its class (its entry point's signature, plus
+    gymnasium's own make kwargs), or None when it cannot tell."""
+    import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = gym.spec(env_id).entry_point
+    try:
+        accepted = params_of(load_env_creator(entry) if isinstance(entry, str) else entry)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001  (an entry point that does not load: gym.make below says why)
+        return None
+    if accepted is None:
+        return None
+    return accepted | {
+        "max_episode_steps",
+        "disable_env_checker",
+        "render_mode",
+        "autoreset",
+        "apply_api_compatibility",
+    }
+
+
+def _walk(obj, where: str):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(v, f"{where}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{where}[{i}]")
+    else:
+        yield where, obj
+
+
+def _train_configs(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
+    """Build (not run) the trainer config of each trained method in each env: its value checks."""
+    from leaderboards.run import BASELINES, PresetError, _method_of, _train_config
+    from trainers.config import TrainConfig
+
+    known = set(TrainConfig.__dataclass_fields__)
+
+    def keep(block):  # unknown keys are reported key by key above; check the values of the rest
+        return {k: v for k, v in block.items() if k in known} if isinstance(block, dict) else block
+
+    preset = {
+        **preset,
+        "train": keep(preset.get("train") or {}),
+        "envs": {k: {**b, "train": keep(b.get("train"))} for k, b in preset["envs"].items()},
+        "variants": {k: {**v, "train": keep(v.get("train"))} for k, v in (preset.get("variants") or {}).items()},
+    }
+    out: list[str] = []
+    seen = set()
+    for env in envs:
+        for method in methods:
+            if method in BASELINES:
+                continue
+            try:
+                ratio = 0.1 if _method_of(preset, method) == "grpo_matched" else None
+                _train_config(preset, preset["envs"][env], method, 0, Path("."), None, preset["judge"], ratio)
+            except (PresetError, ValueError, TypeError) as exc:
+                msg = f"train (env {env}, method {method}): {exc}"
+                if str(exc) not in seen:
+                    seen.add(str(exc))
+                    out.append(msg)
+    return out

@@ -1,0 +1,159 @@
+"""One validation pass at load (leaderboards/validate.py): every late or silent preset mistake found by
+a new user is an error before any model loads, naming its key path, the value and the nearest valid
+name, with exit code 2 and no traceback; a cell that fails in a worker is recorded and the others go on."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = [sys.executable, str(ROOT / "leaderboards" / "run.py")]
+SMOKE = yaml.safe_load((ROOT / "leaderboards" / "presets" / "smoke.yaml").read_text())
+
+
+def _preset(tmp_path, edit) -> Path:
+    preset = yaml.safe_load(yaml.safe_dump(SMOKE))  # a deep copy
+    edit(preset)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(preset))
+    return path
+
+
+def _set(path: str, value):
+    def edit(preset):
+        *keys, last = path.split(".")
+        node = preset
+        for k in keys:
+            node = node.setdefault(k, {})
+        node[last] = value
+
+    return edit
+
+
+# each mistake of the issue, the key path the error must name, and the suggestion it must make
+MISTAKES = [
+    ("judge.kind", "first_divergnce", "judge.kind = 'first_divergnce'", "did you mean 'first_divergence'"),
+    ("judge.side", "wn", "judge.side = 'wn'", "did you mean 'won'"),
+    ("backend", "hff", "backend = 'hff'", "did you mean 'hf'"),
+    ("eval", {"episode": 4}, "eval.episode: unknown key", "did you mean 'episodes'"),
+    ("judge_precision", {"task": 3}, "judge_precision.task: unknown key", "did you mean 'tasks'"),
+    ("seeds", 0, "seeds = 0", "a non-empty list of integers"),
+    (
+        "envs.webshop.format",
+        {"history_lenght": 1},
+        "envs.webshop.format.history_lenght",
+        "did you mean 'history_length'",
+    ),
+    ("envs.alfworld.env_id", "prover/ALFWorl-v0", "envs.alfworld.env_id", "did you mean 'prover/ALFWorld-v0'"),
+    ("envs.searchqa.train_kwargs.max_turn", 1, "envs.searchqa.train_kwargs.max_turn", "did you mean 'max_turns'"),
+    ("envs.webshop.eval_kwargs.split", "tst", "envs.webshop.eval_kwargs: gym.make", "split='tst'"),
+    ("train.lrr", 1.0, "train.lrr: unknown key", "did you mean 'lr'"),
+    ("train.agg", "tokenmean", "agg='tokenmean'", "token-mean"),
+    ("judge_precision.kinds", ["oracel"], "judge_precision.kinds[0] = 'oracel'", "did you mean 'oracle'"),
+    ("methods", ["random", "gpro"], "methods[1] = 'gpro'", "did you mean 'grpo'"),
+]
+
+
+@pytest.mark.parametrize("key,value,where,hint", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_each_mistake_is_an_error_at_load_naming_key_and_fix(key, value, where, hint, tmp_path, capsys):
+    from leaderboards.run import main
+
+    out = tmp_path / "out"
+    assert main(["--preset", str(_preset(tmp_path, _set(key, value))), "--out", str(out), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert where in err and hint in err, err
+    assert not (out / "results.sqlite").exists()  # nothing ran
+
+
+def test_every_mistake_of_a_preset_is_listed_in_one_message_without_traceback(tmp_path):
+    def edit(preset):
+        for key, value, _, _ in MISTAKES[:9]:
+            _set(key, value)(preset)
+
+    proc = subprocess.run(
+        [*RUN, "--preset", str(_preset(tmp_path, edit)), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "9 problem(s)" in proc.stderr, proc.stderr
+    for _, _, where, hint in MISTAKES[:9]:
+        assert where in proc.stderr and hint in proc.stderr
+
+
+def test_every_unset_variable_of_the_paper_preset_is_named_at_once(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("ALFWORLD_DATA", "WEBSHOP_DATA", "SEARCHQA_DATA")}
+    proc = subprocess.run(
+        [*RUN, "--preset", "paper", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    for var in ("ALFWORLD_DATA", "WEBSHOP_DATA", "SEARCHQA_DATA"):
+        assert f"${var}" in proc.stderr, proc.stderr
+
+
+def test_a_bad_judge_flag_and_method_flag_are_named(tmp_path, capsys):
+    from leaderboards.run import main
+
+    code = main(
+        ["--preset", "smoke", "--judge", "{kind: orcale}", "--methods", "grpo", "provr", "--out", str(tmp_path)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--judge.kind = 'orcale'" in err and "did you mean 'oracle'" in err
+    assert "--methods: unknown method 'provr'" in err and "did you mean 'prover'" in err
+
+
+def test_shipped_presets_pass_the_checks():
+    from leaderboards.run import check_preset, load_preset
+
+    for path in sorted((ROOT / "leaderboards" / "presets").glob("*.yaml")):
+        preset = load_preset(str(path))  # the load-time checks
+        check_preset(preset, methods=list(preset["methods"]) + list(preset["ablations"]))
+
+
+def test_judge_and_backend_checks_do_not_build_models():
+    import judges
+    from agents.backends import check_backend
+
+    assert judges.check({"kind": "hf", "model_path": "/nowhere", "max_turn_chars": 200, "side": "any"}) == []
+    assert judges.check({"kind": "hf", "model_path": "/nowhere", "temprature": 0.5})[0].startswith(
+        "judge.temprature: unknown key; did you mean 'temperature'"
+    )
+    assert "agentic judge needs backend" in judges.check({"kind": "agentic"})[0]
+    assert check_backend({"kind": "opneai"})[0].startswith("backend.kind = 'opneai'")
+
+
+def test_a_failing_cell_in_a_worker_is_recorded_and_the_others_finish(tmp_path):
+    """A variant whose judge model does not exist fails in its worker; random and expert still record
+    their rows, the failure is a row of the errors table and a line of the report, exit code 1."""
+
+    def edit(preset):
+        preset["variants"] = {
+            "prover_nomodel": {"method": "prover", "judge": {"kind": "hf", "model_path": str(tmp_path / "none")}}
+        }
+        preset["methods"] = ["random", "expert", "prover_nomodel"]
+        preset["judge_precision"] = {"tasks": 0}
+        preset["envs"] = {"searchqa": preset["envs"]["searchqa"]}
+
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*RUN, "--preset", str(_preset(tmp_path, edit)), "--out", str(out), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "prover_nomodel" in proc.stderr and "FAILED" in proc.stderr
+    with sqlite3.connect(out / "results.sqlite") as db:
+        methods = {r[0] for r in db.execute("SELECT method FROM results")}
+        errors = db.execute("SELECT method, error, trace FROM errors").fetchall()
+    assert methods == {"random", "expert"}
+    assert [e[0] for e in errors] == ["prover_nomodel"] and "Traceback" in errors[0][2]
+    assert "Cells that failed" in (out / "leaderboard.md").read_text()
