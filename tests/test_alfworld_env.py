@@ -326,6 +326,11 @@ def test_a_missing_split_is_an_error_not_every_game_of_the_folder(tmp_path):
     with pytest.raises(DataError, match="split='all'"):
         official_games(root / "valid_unseen", "valid_unseen")
     assert len(official_games(root / "valid_unseen", "all")) == 8
+    # official json_2.1.1 also has valid_train/: the error names it, and split="valid_train" loads it
+    shutil.copytree(OFFICIAL / "valid_unseen", root / "valid_train")
+    with pytest.raises(DataError, match=r"pass one of split=\['valid_train', 'valid_unseen'\]"):
+        official_games(root, "train")
+    assert len(official_games(root, "valid_train")) == 8
 
 
 def test_object_start_with_a_tight_budget_makes_every_command_pivotal():

@@ -135,6 +135,16 @@ def _expert_walkthrough(engine, path: str, budget: int) -> list[str] | None:
 
 
 # ---- official games ----------------------------------------------------------------------------
+def _split_dirs(root: Path) -> list[str]:
+    """The folders of ``root`` that a ``split=`` can name: ALFWorld's three, and any other holding
+    task dirs (official json_2.1.1 also ships ``valid_train/``)."""
+    return sorted(
+        d.name
+        for d in root.iterdir()
+        if d.is_dir() and (d.name in SPLIT_SIZES or next(d.glob("*/*/traj_data.json"), None) is not None)
+    )
+
+
 def official_games(root: Path, split: str, *, include_sliced: bool = False) -> dict[str, Path]:
     """task id (the task dir relative to the split dir) -> game.tw-pddl, for solvable games, as
     ``AlfredTWEnv.collect_game_files`` selects them (no movable-receptacle tasks; sliced ones only
@@ -151,7 +161,7 @@ def official_games(root: Path, split: str, *, include_sliced: bool = False) -> d
     elif split == "all":  # asked for explicitly: every task dir below the folder, as one split
         base = root
     else:  # never fall back to the whole folder: it would put other splits' games into this one
-        present = sorted(s for s in SPLIT_SIZES if (root / s).is_dir())
+        present = _split_dirs(root)
         if present:
             raise DataError(
                 f"ALFWorld data {root} has no {canonical}/ folder (split={split!r}); it has "
