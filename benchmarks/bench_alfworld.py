@@ -7,7 +7,8 @@
      AlfredExpert, no patches), and
    - stock ``AlfredTWEnv(config).init_env(batch_size=1)`` (textworld.gym, as alfworld ships it);
 2. snapshot + restore vs replay from reset, at depths 1, 10, 30 (ours, and replay on the stock stack);
-3. the portable restore (operator replay in a fresh env) and the pickled snapshot size.
+3. the portable restore (operator replay in a fresh env) and the pickled snapshot size;
+4. loading a game: ours with its translation stored in the user cache, ours on a game's first load, stock.
 
 Games: the first N generated valid_unseen games (all six task types), and the official sample
 when ../shared/data/alfworld-official-sample exists.
@@ -109,6 +110,53 @@ def run_alfred_tw_env(root: Path, episodes, seed=0) -> dict:
     return {"games": tw.num_games, "steps": steps, "seconds": round(dt, 2), "steps_per_s": round(steps / dt, 1)}
 
 
+def load_ms(games: list[str]) -> dict:
+    """Milliseconds to load each game once (a new game: load + reset to its opening text), in-process
+    memos emptied first: ours with the translations in the user cache (every load after a game's first,
+    in any process), ours with an empty translation cache (a game's first load anywhere), and the stock
+    stack. Stock runs first so that no memo of ours helps it (it has none)."""
+    import tempfile
+
+    from prover_gym.alfworld import engine as eng
+
+    def timed(load) -> list[float]:
+        out = []
+        for g in games:
+            t = time.perf_counter()
+            load(g)
+            out.append((time.perf_counter() - t) * 1e3)
+        return out
+
+    def stock(g):
+        stock_stack(g).reset()
+
+    stock_ms = timed(stock)
+    engine = eng.AlfredEngine()
+    real_path = eng._translation_path
+    with tempfile.TemporaryDirectory() as tmp:  # cold: nothing stored yet
+        eng._translation_path = lambda d, p: Path(tmp) / (str(abs(hash((d, p)))) + ".pkl.z")
+        eng._LOGIC_MEMO.clear()
+        eng._TRANSLATION_MEMO.clear()
+        cold = timed(engine.load)
+        eng._translation_path = real_path
+    for g in games:  # make sure the user cache holds them, then measure the warm loads
+        engine.load(g)
+    eng._LOGIC_MEMO.clear()
+    eng._TRANSLATION_MEMO.clear()
+    warm = timed(engine.load)
+
+    def summary(ms):
+        return {"min": round(min(ms), 1), "median": round(statistics.median(ms), 1), "max": round(max(ms), 1)}
+
+    return {
+        "games": len(games),
+        "stock_ms": summary(stock_ms),
+        "ours_cold_ms": summary(cold),
+        "ours_warm_ms": summary(warm),
+        "stock_over_warm": round(statistics.median(stock_ms) / statistics.median(warm), 1),
+    }
+
+
 def restore_vs_replay(env, task_id, game: str, depths=(1, 10, 30), seed=0) -> dict:
     rng = random.Random(seed)
     obs, info = env.reset(options={"task_id": task_id})
@@ -193,6 +241,7 @@ def main() -> None:
         row["speedup_vs_stock_stack"] = round(row["ours"]["steps_per_s"] / row["stock_stack"]["steps_per_s"], 2)
         row["speedup_vs_alfred_tw_env"] = round(row["ours"]["steps_per_s"] / row["alfred_tw_env"]["steps_per_s"], 2)
         row["restore_vs_replay"] = restore_vs_replay(env, ids[0], games[0])
+        row["load"] = load_ms(games)
         env.close()
         results[name] = row
         print(json.dumps({name: row}), flush=True)
@@ -205,6 +254,12 @@ def main() -> None:
             f"({row['speedup_vs_stock_stack']}x) vs AlfredTWEnv {row['alfred_tw_env']['steps_per_s']} "
             f"({row['speedup_vs_alfred_tw_env']}x); restore at depth 30: "
             f"{statistics.fmean([v['restore_ms'] for v in row['restore_vs_replay'].values()]):.2f} ms mean"
+        )
+        ld = row["load"]
+        print(
+            f"{name}: loading a game (median of {ld['games']}): ours {ld['ours_warm_ms']['median']} ms with its stored "
+            f"translation, {ld['ours_cold_ms']['median']} ms on its first load anywhere, stock "
+            f"{ld['stock_ms']['median']} ms ({ld['stock_over_warm']}x)"
         )
 
 

@@ -230,30 +230,66 @@ def test_snapshot_errors(env):
 
 
 def test_engine_text_is_byte_identical_to_the_stock_engine(env):
-    """The memo patches change speed only: same observations, admissible lists and expert plans."""
+    """The memo patches change speed only: same observations, admissible lists and expert plans. The
+    first game is parsed whole; the next ones reuse its grammar template with their own task sentence
+    and (from the second load on) their stored translation."""
+    from prover_gym.alfworld import engine as eng
     from prover_gym.alfworld.engine import AlfredEngine, stock_stack
 
-    game = str(env.unwrapped.game_path(env.unwrapped.task_ids()[2]))
-    ours = AlfredEngine()
-    ours.load(game, seed=5)
-    outer = random.getstate()
-    random.seed(5)
-    stock = stock_stack(game)
-    state = stock.reset()
-    rng = random.Random(0)
+    eng._LOGIC_MEMO.clear()
+    eng._TRANSLATION_MEMO.clear()
+    ids = env.unwrapped.task_ids()
+    for game in [str(env.unwrapped.game_path(t)) for t in (ids[2], ids[5], ids[9])]:
+        ours = AlfredEngine()
+        ours.load(game, seed=5)
+        outer = random.getstate()
+        random.seed(5)
+        stock = stock_stack(game)
+        state = stock.reset()
+        rng = random.Random(0)
 
-    def view(feedback, st):
-        return hashlib.sha256(repr((feedback, st["admissible_commands"], st["extra.expert_plan"])).encode()).hexdigest()
+        def view(feedback, st):
+            return hashlib.sha256(
+                repr((feedback, st["admissible_commands"], st["extra.expert_plan"])).encode()
+            ).hexdigest()
 
-    try:
-        assert view(ours.feedback(), ours.state) == view(state.feedback, state)
-        for _ in range(25):
-            cmd = rng.choice(ours.admissible())
-            fb, _ = ours.step(cmd)
-            state, _, _ = stock.step(cmd)
-            assert view(fb, ours.state) == view(state.feedback, state), cmd
-    finally:
-        random.setstate(outer)
+        try:
+            assert view(ours.feedback(), ours.state) == view(state.feedback, state)
+            for _ in range(25):
+                cmd = rng.choice(ours.admissible())
+                fb, _ = ours.step(cmd)
+                state, _, _ = stock.step(cmd)
+                assert view(fb, ours.state) == view(state.feedback, state), cmd
+        finally:
+            random.setstate(outer)
+    assert len({key[0] for key in eng._LOGIC_MEMO}) == 1 and len(eng._LOGIC_MEMO) == 1  # one template parsed
+
+
+def test_translations_are_stored_and_a_damaged_one_is_redone(env, tmp_path, monkeypatch):
+    """A game's PDDL->SAS translation is stored once and loaded by later engines (other processes, later
+    runs) with the same text; a damaged stored file is translated again and replaced."""
+    from prover_gym.alfworld import engine as eng
+
+    monkeypatch.setattr(eng, "_translation_path", lambda d, p: tmp_path / "sas.pkl.z")
+    game = str(env.unwrapped.game_path(env.unwrapped.task_ids()[3]))
+
+    def play():
+        eng._TRANSLATION_MEMO.clear()
+        e = eng.AlfredEngine()
+        e.load(game, seed=1)
+        text = [e.feedback()]
+        for _ in range(6):
+            text.append(e.step(e.admissible()[0])[0])
+        return text
+
+    first = play()
+    assert (tmp_path / "sas.pkl.z").is_file()
+    calls = []
+    real = eng._store_translation
+    monkeypatch.setattr(eng, "_store_translation", lambda *a: calls.append(1) or real(*a))
+    assert play() == first and calls == []  # loaded, not translated
+    (tmp_path / "sas.pkl.z").write_bytes(b"damaged")
+    assert play() == first and calls == [1]  # translated again, and stored
 
 
 def test_pool_with_processes():

@@ -27,9 +27,11 @@ import copy
 import ctypes
 import functools
 import itertools
+import json
 import os
 import pickle
 import random
+import re
 import sys
 import threading
 from collections import Counter, OrderedDict, defaultdict
@@ -109,12 +111,28 @@ def _patches() -> tuple:
         return new
 
     def logic_memo(domain, grammar):
-        key = (domain, grammar)
+        # Games of one domain differ in their grammar only by the task sentence: the logic is parsed
+        # once per template (the sentence blanked) and each game gets the template's rules with its
+        # own "task" rule, parsed alone (a few ms). Rules are looked up by name when text is derived,
+        # so the text is the same as a full parse's (tested).
+        template, task = _split_task(grammar)
+        key = (domain, template if task is not None else grammar)
         logic = _LOGIC_MEMO.get(key)
         if logic is None:
-            logic = _LOGIC_MEMO[key] = orig_logic(domain=domain, grammar=grammar)
+            logic = _LOGIC_MEMO[key] = orig_logic(domain=domain, grammar=key[1])
             _trim(_LOGIC_MEMO, 64)
-        return logic
+        else:
+            _LOGIC_MEMO.move_to_end(key)
+        if task is None:
+            return logic
+        game_logic = copy.copy(logic)  # shares the template's actions and types (read-only after load)
+        rules = textgen.ContextSensitiveGrammar()
+        rules._rules.update({name: list(alternatives) for name, alternatives in logic.grammar._rules.items()})
+        rules._rules["task"] = textgen.ContextSensitiveGrammar.parse(json.dumps({"task": [{"rhs": task}]}))._rules[
+            "task"
+        ]
+        game_logic.grammar = rules
+        return game_logic
 
     def parse_memo(text, rule_name=None, trace=False, **kwargs):
         if trace or kwargs:
@@ -142,15 +160,17 @@ def _patches() -> tuple:
             key = (domain, problem)
             hit = _TRANSLATION_MEMO.get(key)
             if hit is None:
+                hit = _stored_translation(domain, problem)
+            if hit is None:
                 argv = list(sys.argv)
                 try:
                     hit = fast_downward.pddl2sas(domain, problem, verbose=verbose, optimize=False)
                 finally:
                     sys.argv[:] = argv  # pddl2sas overwrites sys.argv
-                _TRANSLATION_MEMO[key] = hit
-                _trim(_TRANSLATION_MEMO, 64)
-            else:
-                _TRANSLATION_MEMO.move_to_end(key)
+                _store_translation(domain, problem, hit)
+            _TRANSLATION_MEMO[key] = hit
+            _TRANSLATION_MEMO.move_to_end(key)
+            _trim(_TRANSLATION_MEMO, 64)
             return hit
 
     return (
@@ -161,6 +181,60 @@ def _patches() -> tuple:
         (pddl_logic, "fast_downward", _CachedFD()),
         (pddl_logic, "GameLogic", logic_memo),
     )
+
+
+_TASK_RULE = re.compile(r'("task": \[\s*\{\s*"rhs": )("(?:[^"\\]|\\.)*")(\s*\}\s*\])')
+
+
+def _split_task(grammar: str) -> tuple[str, str | None]:
+    """(the grammar with its task sentence blanked, the sentence), or (grammar, None) when the grammar
+    does not have exactly one plain ``"task": [{"rhs": "..."}]`` rule."""
+    found = list(_TASK_RULE.finditer(grammar))
+    if len(found) != 1:
+        return grammar, None
+    m = found[0]
+    return grammar[: m.start(2)] + '"(the task)"' + grammar[m.end(2) :], json.loads(m.group(2))
+
+
+# The PDDL->SAS translation of a game (fast_downward's grounding: most of a game's load time) is
+# stored in the user cache, keyed by the domain and problem text and the pinned versions, so every
+# worker process and every later run loads it (a pickle, < 1 ms) instead of translating again.
+_TRANSLATION_VERSION = 1
+
+
+def _translation_path(domain: str, problem: str):
+    import hashlib
+
+    from prover_gym.cache import cache_dir
+
+    key = json.dumps([_TRANSLATION_VERSION, PINNED, domain, problem]).encode()
+    digest = hashlib.sha256(key).hexdigest()
+    return cache_dir() / "alfworld_sas" / digest[:2] / f"{digest}.pkl.z"
+
+
+def _stored_translation(domain: str, problem: str):
+    import zlib
+
+    path = _translation_path(domain, problem)
+    try:
+        return pickle.loads(zlib.decompress(path.read_bytes()))
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001  (a damaged entry is translated again and replaced)
+        return None
+
+
+def _store_translation(domain: str, problem: str, hit) -> None:
+    import zlib
+
+    from prover_gym.cache import atomic_write
+
+    path = _translation_path(domain, problem)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, zlib.compress(pickle.dumps(hit, protocol=pickle.HIGHEST_PROTOCOL), 1))
+    except OSError:  # a read-only or full cache: the translation is still used, only not kept
+        pass
 
 
 def _trim(table: OrderedDict, size: int) -> None:
