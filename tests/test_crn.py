@@ -59,6 +59,25 @@ def test_keyed_sampler_draws_the_tempered_softmax(counter):
     assert torch.allclose(sampler.logprobs[0], torch.log(probs)[sampler.chosen[0]], atol=1e-5)
 
 
+def test_a_finished_row_draws_no_noise_and_the_others_are_unchanged():
+    """With eos_token_id, a row that chose it gets no more noise (its later tokens are padding);
+    every row's tokens and log-probs up to its eos are those of the sampler without it."""
+    keys = [("k", i) for i in range(8)]
+    plain, fast = KeyedSampler(keys, 1.0), KeyedSampler(keys, 1.0, eos_token_id=0)
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(12):
+        logits = torch.randn(8, 6, generator=gen)
+        plain(None, logits.clone())
+        fast(None, logits.clone())
+    assert any(fast.finished) and fast.finished == [
+        bool((torch.stack(plain.chosen)[:, i] == 0).any()) for i in range(8)
+    ]
+    for i in range(8):
+        full = [int(c[i]) for c in plain.chosen]
+        n = full.index(0) + 1 if 0 in full else len(full)
+        assert fast.row(i, n) == plain.row(i, n)
+
+
 def test_counter_noise_is_uniform_and_a_function_of_seed_step_and_index():
     from agents.backends.sampling import counter_uniform
 

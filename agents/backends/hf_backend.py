@@ -79,7 +79,13 @@ class HFBackend(LocalChatBackend):
         greedy = params["temperature"] <= 0
         # on an accelerator the noise is computed there (counter-based); on the CPU, per-row generators
         counter = not str(self.device).startswith("cpu")
-        sampler = None if greedy else KeyedSampler(keys, params["temperature"], params["top_p"], counter=counter)
+        sampler = (
+            None
+            if greedy
+            else KeyedSampler(
+                keys, params["temperature"], params["top_p"], counter=counter, eos_token_id=self.tokenizer.eos_token_id
+            )
+        )
         with torch.no_grad():
             gen = self.model.generate(
                 **batch,
