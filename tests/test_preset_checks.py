@@ -131,8 +131,11 @@ def test_judge_and_backend_checks_do_not_build_models():
 
 
 def test_a_failing_cell_in_a_worker_is_recorded_and_the_others_finish(tmp_path):
-    """A variant whose judge model does not exist fails in its worker; random and expert still record
-    their rows, the failure is a row of the errors table and a line of the report, exit code 1."""
+    """A variant whose judge model is broken (a folder with an empty config.json: it passes the preflight,
+    and fails to load) fails in its worker; random and expert still record their rows, the failure is a
+    row of the errors table and a line of the report, exit code 1."""
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "config.json").write_text("{}")
 
     def edit(preset):
         preset["variants"] = {
@@ -157,3 +160,70 @@ def test_a_failing_cell_in_a_worker_is_recorded_and_the_others_finish(tmp_path):
     assert methods == {"random", "expert"}
     assert [e[0] for e in errors] == ["prover_nomodel"] and "Traceback" in errors[0][2]
     assert "Cells that failed" in (out / "leaderboard.md").read_text()
+
+
+def _preflight_preset(tmp_path, url):
+    def edit(preset):
+        preset["model"] = "Qwen/Qwen3.5-2B"
+        preset["judge"] = {"kind": "hf", "model_path": str(tmp_path / "no-judge"), "side": "won"}
+        for key in ("train_kwargs", "eval_kwargs"):
+            preset["envs"]["searchqa"][key].update(retriever="http", search_url=url)
+
+    return _preset(tmp_path, edit)
+
+
+def test_the_run_fails_in_seconds_naming_each_missing_model_and_server_with_its_fix(tmp_path, capsys):
+    """The paper path's late failures (a hub model refused after the baselines ran, an HTTP retriever down
+    as a traceback in judge precision), now all named before anything runs, each with its command."""
+    import socket
+    import time
+
+    from leaderboards.run import main
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    t = time.time()
+    code = main(["--preset", str(_preflight_preset(tmp_path, url)), "--out", str(tmp_path / "o"), "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and time.time() - t < 30
+    assert "huggingface-cli download Qwen/Qwen3.5-2B --local-dir ~/models/Qwen3.5-2B" in err
+    assert f"judge.model_path = '{tmp_path / 'no-judge'}': no such directory" in err
+    # one line for the server train and eval share, with the command that starts it
+    assert err.count("the retrieval server does not answer") == 1 and "prover-gym-serve-retriever" in err
+    assert "envs.searchqa.train_kwargs.search_url, envs.searchqa.eval_kwargs.search_url" in err
+    assert not (tmp_path / "o" / "results.sqlite").exists()
+
+
+def test_a_server_that_answers_and_local_models_pass_the_preflight(tmp_path):
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from test_retrievers import _Flaky
+
+    from leaderboards.run import check_preset, load_preset
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _Flaky.plan = []
+        preset = load_preset(str(_preflight_preset(tmp_path, f"http://127.0.0.1:{srv.server_address[1]}")))
+        for name in ("model", "judge"):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "config.json").write_text("{}")
+        preset["model"] = str(tmp_path / "model")
+        preset["judge"]["model_path"] = str(tmp_path / "judge")
+        check_preset(preset, envs=["searchqa"], methods=["prover"], make_envs=True, require_set=True)
+    finally:
+        srv.shutdown()
+
+
+def test_vllm_users_are_told_to_install_it_or_find_a_gpu(monkeypatch):
+    import importlib.util
+
+    from leaderboards.validate import _vllm_problems
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    (problem,) = _vllm_problems(["backend", "judge"])
+    assert problem.startswith("backend, judge use vLLM") and "pip install 'prover-gym[gpu]'" in problem
