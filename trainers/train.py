@@ -639,7 +639,14 @@ def _with_lora(model, spec: dict):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m trainers.train", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", help="YAML config (configs/train/*.yaml)")
+    from prover_gym.resources import shipped_configs
+
+    ap.add_argument(
+        "--config",
+        help="a YAML config file, or a shipped one by name: "
+        + ", ".join(shipped_configs("train"))
+        + " (default: none, the trainer's defaults plus the overrides)",
+    )
     ap.add_argument("--resume", action="store_true", help="continue from out_dir/checkpoint")
     ap.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. method=prover judge.kind=oracle")
     args = ap.parse_args(argv)
