@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from leaderboards.validate import TOP as PRESET_KEYS
 from prover_gym.checks import did_you_mean
 
 PRESETS = Path(__file__).resolve().parent / "presets"
@@ -40,20 +41,6 @@ TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_
 # grpo_matched is GRPO given the extra generation that `prover` spent in the same (env, seed): it runs
 # after that prover cell and reads its measured ratio (or takes train.match_ratio when prover is not run)
 MATCHED, MATCHED_TO = "grpo_matched", "prover"
-PRESET_KEYS = {
-    "name",
-    "variants",
-    "model",
-    "backend",
-    "seeds",
-    "methods",
-    "ablations",
-    "judge",
-    "judge_precision",
-    "eval",
-    "train",
-    "envs",
-}
 
 
 class PresetError(ValueError):
