@@ -324,7 +324,15 @@ def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
                 env.close()
             except Exception as exc:  # noqa: BLE001  (any failure to build the env is the block's problem)
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                out.append(f"{where}.{key}: gym.make({env_id!r}, ...) failed: {msg}")
+                dataset = {"prover/ALFWorld-v0": "alfworld", "prover/WebShop-v0": "webshop"}.get(
+                    env_id, "searchqa" if env_id == "prover/SearchQA-v0" else None
+                )
+                hint = (
+                    f" (the official data: `prover-gym-data fetch {dataset} --to DIR`, then the export line it prints)"
+                    if block[key].get("data") and dataset
+                    else ""
+                )
+                out.append(f"{where}.{key}: gym.make({env_id!r}, ...) failed: {msg}{hint}")
     return out
 
 

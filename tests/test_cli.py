@@ -17,6 +17,7 @@ SCRIPTS = [
     "prover-gym-webshop-view",
     "prover-gym-alfworld-generate",
     "prover-gym-inspect",
+    "prover-gym-data",
 ]
 
 

@@ -44,6 +44,11 @@ def write_jsonl(path, rows, gz=False):
 
 @pytest.fixture
 def official_dir(tmp_path):
+    return write_official_dir(tmp_path)
+
+
+def write_official_dir(tmp_path):
+    """Official-format Search-QA files (FlashRAG test.jsonl, Search-R1 train.parquet, a corpus) in ``tmp_path``."""
     write_jsonl(tmp_path / "corpus.jsonl.gz", CORPUS, gz=True)
     write_jsonl(
         tmp_path / "test.jsonl",

@@ -53,6 +53,11 @@ def _opt(*values):
 
 @pytest.fixture
 def official(tmp_path):
+    return write_official(tmp_path)
+
+
+def write_official(tmp_path):
+    """Official-format WebShop files (items_shuffle / items_ins_v2 / items_human_ins) in ``tmp_path``."""
     items = [
         _product("B06Y3VLDFB", "Solid Wood Console Table", "$877.80", ""),
         _product(
