@@ -7,6 +7,7 @@ rebuilt on the next call rather than used.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,6 +25,15 @@ def cache_dir() -> Path:
         return Path(root).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "prover_gym"
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 hex digest of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def build_once(directory: Path, build: Callable[[Path], dict]) -> Path:

@@ -25,13 +25,14 @@ from ``URL/<env>/<name>`` instead (a local mirror; the tests use a loopback serv
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from prover_gym.cache import file_sha256
 
 ENVS = ("alfworld", "webshop", "searchqa")
 ENV_VARS = {"alfworld": "ALFWORLD_DATA", "webshop": "WEBSHOP_DATA", "searchqa": "SEARCHQA_DATA"}
@@ -71,14 +72,6 @@ DATA_PATH = {"alfworld": "json_2.1.1", "webshop": ".", "searchqa": "."}
 
 class FetchError(RuntimeError):
     """A download or a fetched folder that is not what it should be; the message says which and why."""
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def download(url: str, dest: Path, sha256: str | None = None, *, timeout: float = 60.0, progress: bool = True) -> str:
@@ -130,7 +123,7 @@ def download(url: str, dest: Path, sha256: str | None = None, *, timeout: float 
                 )
         else:
             raise FetchError(f"{dest.name}: {url} answered HTTP {resp.status_code}; the file is missing there")
-    digest = sha256_of(part)
+    digest = file_sha256(part)
     if sha256 is not None and digest != sha256:
         part.unlink()
         raise FetchError(
@@ -207,7 +200,7 @@ def problems(env: str, folder: Path, *, load: bool = True) -> list[str]:
         for name, entry in json.loads(record_path.read_text()).items():
             if entry.get("unzipped") or not (folder / name).is_file():
                 continue
-            if sha256_of(folder / name) != entry.get("sha256"):
+            if file_sha256(folder / name) != entry.get("sha256"):
                 out.append(f"{env}: {folder / name} differs from the file fetched (sha256); fetch it again")
     if load and not out:
         out += _load_problems(env, folder)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prover_gym._shared import shared
+from prover_gym.cache import file_sha256
 from prover_gym.core import Outcome, TextEnv
 from prover_gym.searchqa.data import Corpus, DataError, QAExample, load_corpus_jsonl, load_questions, resolve_data_dir
 from prover_gym.searchqa.metrics import METRICS, cover_exact_match, exact_match, f1_score
@@ -31,14 +32,6 @@ INVALID_SEARCHR1 = (
 )
 _ACTION = re.compile(r"^\s*(search|answer)\s*\[(.*)\]\s*$", re.S | re.I)
 MAX_QUERY_CHARS = 1000
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def format_passages(passages: list[Passage]) -> str:
@@ -228,12 +221,12 @@ class SearchQAEnv(TextEnv):
             if not questions.is_file():
                 raise ValueError(f"split={split!r} is not in the bundled Search-QA data; use 'train' or 'test'")
             bundled_corpus = Path(corpus) if corpus else directory / "corpus.jsonl"
-            return questions, bundled_corpus, DEFAULT.key + (f"+{_file_digest(bundled_corpus)}" if corpus else "")
+            return questions, bundled_corpus, DEFAULT.key + (f"+{file_sha256(bundled_corpus)}" if corpus else "")
         questions, found_corpus = resolve_data_dir(data, split)
         corpus_path = Path(corpus).expanduser() if corpus else found_corpus
         if corpus_path is not None and not corpus_path.is_file():
             raise DataError(f"corpus={str(corpus_path)!r}: no such file")
-        data_id = shared(("digest", str(questions)), lambda: _file_digest(questions))
+        data_id = shared(("digest", str(questions)), lambda: file_sha256(questions))
         return questions, corpus_path, data_id
 
     # ---- TextEnv hooks ----------------------------------------------------------------------
