@@ -566,7 +566,7 @@ def run(args) -> Path:
     except PresetError as exc:  # check the valid ones, report the others
         known = _known_methods(preset)
         methods = [m for m in [*(args.methods or preset["methods"]), *(preset["ablations"] or [])] if m in known]
-        if args.methods or not any(str(m) not in _known_methods(preset) for m in preset["methods"]):
+        if args.methods or all(m in known for m in preset["methods"]):
             cli.append(
                 ("--methods: " if args.methods else "") + str(exc)
             )  # (a preset's own unknown method is reported below, with its key path)
@@ -759,10 +759,11 @@ def _kind_config(flag: str, spec: str, expected: str) -> dict:
 
     from prover_gym.resources import shipped_configs
 
+    shipped = shipped_configs("judges") if flag == "--judge" else {}
     if Path(spec).is_file():
         cfg = yaml.safe_load(Path(spec).read_text())
-    elif flag == "--judge" and spec in shipped_configs("judges"):  # a shipped judge config, by name
-        cfg = yaml.safe_load(shipped_configs("judges")[spec].read_text())
+    elif spec in shipped:  # a shipped judge config, by name
+        cfg = yaml.safe_load(shipped[spec].read_text())
     else:
         try:
             cfg = yaml.safe_load(spec)

@@ -276,8 +276,8 @@ def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
         if key not in block:
             out.append(f"{where}: missing key {key!r}")
     env_id = block.get("env_id")
-    ids = sorted(i for i in gym.registry if i.startswith("prover/"))
     if env_id is not None and env_id not in gym.registry:
+        ids = sorted(i for i in gym.registry if i.startswith("prover/"))
         out += bad_choice(f"{where}.env_id", env_id, ids, "registered env id")
         env_id = None
     group_by = block.get("group_by")
