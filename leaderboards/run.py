@@ -19,6 +19,7 @@ config, so a re-run (or a run after a crash) only does what is missing. Tables a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -76,10 +77,31 @@ def load_preset(name_or_path: str, check: bool = True) -> dict:
     preset.setdefault("train", {})
     preset.setdefault("backend", "hf")
     preset.setdefault("variants", {})
-    preset = _expand(preset, path)
+    preset = _resolve_models(_expand(preset, path))
     preset["_path"] = str(path)
     if check:
         check_preset(preset)
+    return preset
+
+
+def _resolve_models(preset: dict) -> dict:
+    """``base:<name>`` (a shipped base) as the policy ``model`` or a judge's ``model_path`` -> its folder."""
+    from trainers.bases import BaseError
+    from trainers.config import resolve_model_path
+
+    def fix(block, key):
+        if isinstance(block, dict) and isinstance(block.get(key), str) and not getattr(block[key], "missing", None):
+            try:
+                block[key] = resolve_model_path(block[key])
+            except BaseError as exc:
+                raise PresetError(f"{preset.get('_path', preset.get('name'))}: {key} = {block[key]!r}: {exc}") from None
+
+    fix(preset, "model")
+    judges = [preset.get("judge"), *[v.get("judge") for v in preset["variants"].values() if isinstance(v, dict)]]
+    for judge in judges:
+        fix(judge, "model_path")
+        if isinstance(judge, dict):
+            fix(judge.get("backend"), "model_path")
     return preset
 
 
@@ -268,6 +290,8 @@ def _train_config(
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
         if match_ratio is not None:
             data["match_ratio"] = round(float(match_ratio), 6)
+            if method == MATCHED and data["match_ratio"] == 0:  # ProVer spent nothing on credit (it verified
+                data["method"] = "grpo"  # no segment): its compute-matched baseline is GRPO itself
         if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
             data["probe_kwargs"] = env_cfg["eval_kwargs"]
     data.update(
@@ -478,6 +502,9 @@ def run_cell(preset: dict, cell: Cell, out: str, judge: dict, commit: str | None
         group_by=env_cfg.get("group_by"),
         desc=f"eval {env_name} {method} s{seed}",
     )
+    backend = getattr(policy, "backend", None)
+    if backend is not None and hasattr(backend, "close") and special is None:  # a local engine: free it
+        backend.close()
     failures = res.pop("policy_failures")
     outcomes = res.pop("outcomes")
     warning = None
@@ -586,7 +613,9 @@ def run(args) -> Path:
     reused = done = failed = 0
     t_start = time.time()
     jobs = max(1, int(getattr(args, "jobs", 1) or 1))
+    services = contextlib.ExitStack()
     try:
+        start_servers(preset, envs, out, services)
         cells: list[Cell] = []
         for env_name in envs:
             env_cfg = preset["envs"][env_name]
@@ -700,6 +729,7 @@ def run(args) -> Path:
             ):
                 print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['seeds']} paired seed(s)): {comp['verdict']}")
     finally:
+        services.close()
         db.close()
     print(
         f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
@@ -712,6 +742,27 @@ def run(args) -> Path:
             "missing runs"
         )
     return out
+
+
+def start_servers(preset: dict, envs: list[str], out: Path, stack: contextlib.ExitStack) -> None:
+    """Start the retrieval server of each selected env block that has a ``retrieval_server`` (one per
+    search_url), on ``stack``: the run stops them when it ends, however it ends."""
+    from prover_gym.searchqa.serve import served
+
+    started: set[str] = set()
+    for env_name in envs:
+        block = preset["envs"][env_name]
+        server = block.get("retrieval_server")
+        if not server:
+            continue
+        for key in ("train_kwargs", "eval_kwargs"):
+            kwargs = block.get(key) or {}
+            url = kwargs.get("search_url")
+            if kwargs.get("retriever") != "http" or not url or url in started:
+                continue
+            started.add(url)
+            log = out / f"retrieval_server_{env_name}.log"
+            stack.enter_context(served(str(url), **{k: v for k, v in server.items()}, log=log))
 
 
 class CellsFailed(RuntimeError):
@@ -858,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         ap.error("--jobs must be >= 1")
     from agents.backends.base import BackendUnavailable
+    from prover_gym.searchqa.serve import ServerError
 
     try:
         run(args)
@@ -867,6 +919,9 @@ def main(argv: list[str] | None = None) -> int:
     except CellsFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except BackendUnavailable as exc:  # no row is written for it; finished rows stay, a re-run continues
         print(
             f"error: {exc}. Rows finished so far are kept; run the same command again once the backend is up.",

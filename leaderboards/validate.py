@@ -30,7 +30,7 @@ TOP = (
 # the leaderboard's keys of each block, and what reads them (leaderboards/run.py)
 EVAL = ("episodes", "batch", "temperature", "max_tokens")  # eval_tasks, evaluate, llm_policy
 JUDGE_PRECISION = ("tasks", "failures", "kinds", "slack", "eps", "m")  # judge_precision()
-ENV_BLOCK = ("env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base")
+ENV_BLOCK = ("env_id", "train_kwargs", "eval_kwargs", "group_by", "train", "format", "base", "retrieval_server")
 VARIANT = ("method", "judge", "train", "baseline")
 POLICY_BACKENDS = ("hf", "vllm")  # a preset's `backend`: what trains and evaluates its models
 # trainer fields the leaderboard sets itself, per cell: a preset's train block must not
@@ -121,7 +121,8 @@ def problems(
 def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     """The models the run loads exist as local directories (a hub name gets the command that downloads
     it), vLLM is importable and a GPU visible when something runs on vLLM, and every HTTP retrieval
-    server of the selected env blocks answers; each problem with the one command that fixes it."""
+    server of the selected env blocks answers (unless the block has a ``retrieval_server`` the run starts
+    itself); each problem with the one command that fixes it."""
     out: list[str] = []
     trained = [m for m in methods if m not in ("random", "expert")]
     vllm_users: list[str] = []
@@ -153,7 +154,7 @@ def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     for name in envs:
         for key in ("train_kwargs", "eval_kwargs"):
             kwargs = preset["envs"][name].get(key) or {}
-            if kwargs.get("retriever") == "http":
+            if kwargs.get("retriever") == "http" and not preset["envs"][name].get("retrieval_server"):
                 where, data = servers.setdefault(kwargs.get("search_url"), ([], kwargs.get("data")))
                 where.append(f"envs.{name}.{key}.search_url")
     for url, (where, data) in servers.items():
@@ -303,6 +304,7 @@ def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
                 base_dir(str(base))
             except BaseError as exc:
                 out.append(f"{where}.base: {exc}")
+    out += _retrieval_server(where, block, unset, require_files=make_envs)
     missing = False
     accepted = _env_params(env_id) if env_id is not None else None
     for key in ("train_kwargs", "eval_kwargs"):
@@ -333,6 +335,55 @@ def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
                     else ""
                 )
                 out.append(f"{where}.{key}: gym.make({env_id!r}, ...) failed: {msg}{hint}")
+    return out
+
+
+def _retrieval_server(where: str, block: dict, unset: dict, *, require_files: bool) -> list[str]:
+    """An env block's ``retrieval_server``: the server the run starts at its kwargs' ``search_url``
+    (prover_gym.searchqa.serve.served) and stops at the end."""
+    from prover_gym.searchqa.serve import SERVER_OPTIONS, loopback_port
+
+    server = block.get("retrieval_server")
+    if server is None:
+        return []
+    where = f"{where}.retrieval_server"
+    out = _mapping(where, server, SERVER_OPTIONS)
+    if not isinstance(server, dict):
+        return out
+    if not server.get("corpus"):
+        out.append(f"{where}: needs corpus (the jsonl(.gz) to serve, e.g. ${{SEARCHQA_DATA}}/wiki-18.jsonl.gz)")
+    out += bad_choice(f"{where}.retriever", server.get("retriever", "bm25"), ["bm25", "dense"], "retriever")
+    if server.get("retriever") == "dense" and not server.get("encoder"):
+        out.append(f"{where}: retriever dense needs encoder (a local E5 directory, e.g. ~/models/e5-base-v2)")
+    urls = {
+        str(kw.get("search_url"))
+        for kw in (block.get("train_kwargs"), block.get("eval_kwargs"))
+        if isinstance(kw, dict) and kw.get("retriever") == "http"
+    }
+    if not urls:
+        out.append(f"{where}: no kwargs of this env use retriever: http, so nothing would query the server")
+    for url in sorted(urls):
+        try:
+            loopback_port(url)
+        except ValueError as exc:
+            out.append(f"{where}: {exc}")
+    for path, value in _walk(server, where):
+        for var in getattr(value, "missing", []):
+            unset.setdefault(var, []).append(path)
+    for key in ("corpus", "encoder", "index"):
+        value = server.get(key)
+        if (
+            require_files
+            and value
+            and not getattr(value, "missing", None)
+            and not Path(str(value)).expanduser().exists()
+        ):
+            fix = (
+                "fetch it with `prover-gym-data fetch searchqa --to DIR`"
+                if key == "corpus"
+                else "point it at a local copy"
+            )
+            out.append(f"{where}.{key} = {str(value)!r}: no such file or folder; {fix}")
     return out
 
 

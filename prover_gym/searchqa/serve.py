@@ -13,10 +13,14 @@ binds 127.0.0.1 by default and refuses a non-loopback address unless ``--allow-r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
+import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -72,6 +76,101 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class ServerError(RuntimeError):
+    """A retrieval server this process started did not come up (its log's tail is in the message)."""
+
+
+SERVER_OPTIONS = ("corpus", "retriever", "encoder", "index", "topk", "startup_timeout")
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Whether a retrieval server answers ``GET /health`` at ``url`` (its base URL, or .../retrieve)."""
+    import requests
+
+    base = url.rstrip("/").removesuffix("/retrieve")
+    try:
+        return requests.get(base + "/health", timeout=timeout).ok
+    except requests.RequestException:
+        return False
+
+
+def loopback_port(url: str) -> tuple[str, int]:
+    """(host, port) of a loopback ``search_url``; ValueError naming the URL otherwise."""
+    parts = urlsplit(str(url))
+    if parts.scheme != "http" or not parts.hostname or not _is_loopback(parts.hostname) or parts.port is None:
+        raise ValueError(
+            f"search_url {url!r}: a server started by the run needs a loopback URL with a port, "
+            "e.g. http://127.0.0.1:8000"
+        )
+    return parts.hostname, parts.port
+
+
+@contextlib.contextmanager
+def served(
+    url: str,
+    corpus: str,
+    *,
+    retriever: str = "bm25",
+    encoder: str | None = None,
+    index: str | None = None,
+    topk: int = 3,
+    startup_timeout: float = 3600.0,
+    log: Path | None = None,
+    echo=print,
+):
+    """Serve ``corpus`` at the loopback ``url`` for the duration of the block, as a child process
+    (``python -m prover_gym.searchqa.serve``), and stop it after; a server that already answers there
+    is used as it is. The first start over a large corpus builds its BM25 index (cached, so later
+    starts are fast): ``startup_timeout`` allows for that. Yields the server's pid, or None when one
+    was already running."""
+    host, port = loopback_port(url)
+    if answers(url):
+        echo(f"retrieval server: {url} already answers; using it as it is")
+        yield None
+        return
+    if not Path(corpus).is_file():
+        raise ServerError(
+            f"retrieval_server.corpus = {corpus!r}: no such file; fetch it with `prover-gym-data fetch searchqa`"
+        )
+    cmd = [sys.executable, "-m", "prover_gym.searchqa.serve", "--host", host, "--port", str(port)]
+    cmd += ["--corpus", str(corpus), "--retriever", retriever, "--topk", str(topk)]
+    cmd += ["--encoder", encoder] if encoder else []
+    cmd += ["--index", index] if index else []
+    log_file = open(log, "ab") if log is not None else None  # noqa: SIM115  (closed below)
+    out = log_file if log_file is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + startup_timeout
+        while not answers(url, timeout=1.0):
+            if proc.poll() is not None or time.time() > deadline:
+                why = (
+                    f"exited with {proc.returncode}"
+                    if proc.poll() is not None
+                    else f"did not answer in {startup_timeout:.0f} s"
+                )
+                tail = Path(log).read_text(errors="replace")[-2000:] if log is not None else ""
+                raise ServerError(
+                    f"the retrieval server for {url} ({' '.join(cmd)}) {why}"
+                    + (f"; its log ({log}) ends:\n{tail}" if tail else "")
+                )
+            time.sleep(0.5)
+        echo(
+            f"retrieval server: started pid {proc.pid} on {url} ({retriever} over {corpus})"
+            + (f"; log {log}" if log else "")
+        )
+        yield proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if log_file is not None:
+            log_file.close()
 
 
 def main(argv: list[str] | None = None) -> int:
