@@ -275,3 +275,25 @@ def test_a_kill_between_the_checkpoint_renames_keeps_the_previous_checkpoint(tmp
     assert json.loads((tmp_path / "checkpoint" / "state.json").read_text())["iteration"] == 2
     assert not (tmp_path / "checkpoint.old").exists()
     assert not checkpoint.has_checkpoint(tmp_path / "empty")
+
+
+def test_only_the_prover_methods_build_a_judge(tmp_path, bundled_dir):
+    """A GRPO run builds no judge, so a preset's LLM judge (a second model) is loaded only by the runs
+    that ask it; a ProVer run with the same judge config loads it (here: fails on the missing model)."""
+    judge = "judge={kind: hf, model_path: /nonexistent/judge-model}"
+    grpo = Trainer(load_config(None, SMALL + ["iterations=1", judge, f"out_dir={tmp_path / 'g'}"]))
+    assert grpo.judge is None
+    grpo.close()
+    with pytest.raises(Exception, match="/nonexistent/judge-model"):
+        Trainer(load_config(None, SMALL + ["iterations=1", "method=prover", judge, f"out_dir={tmp_path / 'p'}"]))
+
+
+def test_grpo_matched_to_a_prover_run_that_spent_nothing_is_grpo(tmp_path):
+    from leaderboards.run import _train_config, load_preset
+
+    preset = load_preset("smoke")
+    env_cfg = preset["envs"]["searchqa"]
+    args = (preset, env_cfg, "grpo_matched", 0, tmp_path, None, preset["judge"])
+    assert _train_config(*args, match_ratio=0.0).method == "grpo"
+    matched = _train_config(*args, match_ratio=0.125)
+    assert (matched.method, matched.match_ratio) == ("grpo_matched", 0.125)

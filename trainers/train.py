@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from trainers import checkpoint
+from trainers.advantages import PROVER_METHODS
 from trainers.config import TrainConfig, load_config
 from trainers.sinks import make_sink
 
@@ -176,7 +177,8 @@ class Trainer:
         judge_cfg = cfg.judge
         if cfg.method == "prover_random":  # the placebo: a random segment on the judge's side, same budget
             judge_cfg = {"kind": "random", "side": (cfg.judge or {}).get("side", "won"), "seed": cfg.seed}
-        self.judge = judges.make(judge_cfg)
+        # only the ProVer methods ask a judge: the others build none (an LLM judge is a second model)
+        self.judge = judges.make(judge_cfg) if cfg.method in PROVER_METHODS else None
         # the task stream: which tasks each iteration trains on, the same for every method of a seed
         # (its own stream: SFT and the judges draw from theirs, sampling is keyed per row)
         self.rng = random.Random(f"tasks|{cfg.seed}")
@@ -583,10 +585,16 @@ class Trainer:
         return rows
 
     def close(self) -> None:
+        """Close the env pools, a separate rollout engine and an LLM judge's backend (their memory
+        goes back: a leaderboard worker trains many runs in one process)."""
         for name in ("_pool", "_probe_pool"):
             if getattr(self, name, None) is not None:
                 getattr(self, name).close()
                 setattr(self, name, None)
+        engines = [self.generator if self.generator is not self.backend else None, getattr(self.judge, "backend", None)]
+        for engine in engines:
+            if engine is not None and hasattr(engine, "close"):
+                engine.close()
 
 
 def _task_group(t) -> str | None:
