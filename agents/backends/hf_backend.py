@@ -52,7 +52,36 @@ class HFBackend(LocalChatBackend):
             except ImportError:
                 raise BackendError(f"{path} holds a LoRA adapter; loading it needs peft: pip install peft") from None
             self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=trainable)
-        self.model = self.model.to(device).eval()
+        self._setup(self.model, device, max_tokens, temperature, top_p, seed, batch_size)
+
+    @classmethod
+    def from_model(
+        cls,
+        model,
+        tokenizer,
+        *,
+        device: str = "cpu",
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        batch_size: int = 16,
+    ) -> HFBackend:
+        """A backend over a model and tokenizer already in memory (e.g. random weights of a published
+        shape, benchmarks/gpu_check.py), generating exactly as one loaded from a directory."""
+        import torch
+
+        self = cls.__new__(cls)
+        self.torch = torch
+        self.tokenizer = tokenizer
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._setup(model, device, max_tokens, temperature, top_p, seed, batch_size)
+        return self
+
+    def _setup(self, model, device, max_tokens, temperature, top_p, seed, batch_size) -> None:
+        self.model = model.to(device).eval()
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed, self.batch_size = seed, batch_size
