@@ -16,7 +16,7 @@ import sys
 __version__ = "0.1.0"
 
 _CORE = ("Snapshot", "SnapshotError", "TextEnv", "branch", "restore", "snapshot")
-__all__ = [*_CORE, "ENV_IDS", "register_envs", "EnvPool", "provenance"]
+__all__ = [*_CORE, "ENV_IDS", "register_envs", "EnvPool", "provenance", "check_snapshot", "SnapshotCheckError"]
 
 
 def __getattr__(name: str):
@@ -26,6 +26,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("prover_gym.registration"), name)
     if name == "EnvPool":
         return importlib.import_module("prover_gym.pool").EnvPool
+    if name in ("check_snapshot", "SnapshotCheckError"):
+        return getattr(importlib.import_module("prover_gym.snapshot_check"), name)
     if name == "provenance":
         return importlib.import_module("prover_gym.resources").provenance
     raise AttributeError(f"module 'prover_gym' has no attribute {name!r}")

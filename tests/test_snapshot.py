@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prover_gym import SnapshotError, branch, restore, snapshot
+from prover_gym import SnapshotError, branch, check_snapshot, restore, snapshot
 
 ACTION = st.one_of(
     st.builds(
@@ -40,27 +40,13 @@ def envs(bundled_dir):
     a.close(), b.close()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    seed=st.integers(0, 10_000), prefix=st.lists(ACTION, max_size=4), suffix=st.lists(ACTION, min_size=1, max_size=6)
-)
-def test_restore_replays_identically_also_in_a_fresh_env(envs, seed, prefix, suffix):
-    env, other = envs
-    env.reset(seed=seed)
-    played = _play(env, prefix)
-    if played and (played[-1][2] or played[-1][3]):
-        return
-    snap = snapshot(env)
-    original = _play(env, suffix)
-    # same env, restored
-    restore(env, snap)
-    assert _play(env, suffix) == original
-    # pickled across a "process boundary" into another env that was somewhere else entirely
-    other.reset(seed=seed + 1)
-    other.step("search[elsewhere]")
-    restore(other, pickle.loads(pickle.dumps(snap)))
-    assert _play(other, suffix) == original
-    assert snapshot(other).step == snap.step + len(original)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 1 << 30))
+def test_the_snapshot_contract_holds(envs, seed):
+    """prover_gym.check_snapshot from random points: restore-replay, pickled copies, independence, the
+    reset stream, a foreign snapshot refused."""
+    env, _ = envs
+    assert check_snapshot(env, episodes=1, seed=seed)["episodes"] == 1
 
 
 def test_restore_into_a_never_reset_env_and_branch(envs, bundled_dir):

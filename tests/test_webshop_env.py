@@ -1,4 +1,3 @@
-import pickle
 import random
 
 import gymnasium as gym
@@ -7,7 +6,7 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prover_gym import branch, restore, snapshot
+from prover_gym import check_snapshot, restore, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -171,19 +170,11 @@ def _run(env, actions):
     return out
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 499), prefix=st.lists(ACTIONS, max_size=6), suffix=st.lists(ACTIONS, min_size=1, max_size=8))
-def test_snapshot_restore_property(env, seed, prefix, suffix):
-    env.reset(seed=seed)
-    done = _run(env, prefix)
-    if done and (done[-1][2] or done[-1][3]):
-        return
-    snap = snapshot(env)
-    original = _run(env, suffix)
-    restore(env, snap)
-    assert _run(env, suffix) == original
-    other = branch(pickle.loads(pickle.dumps(snap)), 1)[0]
-    assert _run(other, suffix) == original
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 1 << 30))
+def test_the_snapshot_contract_holds(env, seed):
+    """prover_gym.check_snapshot from random points of random play (clicks, searches, bad input)."""
+    assert check_snapshot(env, episodes=1, seed=seed)["episodes"] == 1
 
 
 def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
@@ -191,7 +182,7 @@ def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
     and the purchase, so the expert wins and one wrong option click fails the episode."""
     from agents.baselines import ExpertPolicy
     from agents.rollout import rollout
-    from prover_gym import restore, snapshot
+    from prover_gym import snapshot
 
     env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=0)
     obs, info = env.reset(seed=3)
@@ -233,7 +224,7 @@ def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
 def test_item_start_records_the_buy_as_the_pivot():
     """start='item' (the hasty control): the final info's pivot_step is the buy's step, won or hasty; a run
     that spends its budget without buying records None; start='search' omits the key; restore keeps it."""
-    from prover_gym import restore, snapshot
+    from prover_gym import snapshot
 
     env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=1)
     seed = next(s for s in range(50) if env.reset(seed=s) and env.unwrapped.goal_option_count() >= 2)
