@@ -44,6 +44,7 @@ from leaderboards.stats import (  # noqa: E402
     verdict,
 )
 from prover_gym.cache import atomic_write  # noqa: E402
+from trainers import methods as registry  # noqa: E402
 from trainers.config import load_config  # noqa: E402
 from trainers.train import COST_METRICS as COST  # noqa: E402
 from trainers.train import (
@@ -52,15 +53,8 @@ from trainers.train import (
 )
 
 # a label -> trainer overrides; prover_exhaustive is ProVer with the exhaustive judge (the upper bound)
-METHODS = {
-    "grpo": ["method=grpo"],
-    "grpo_matched": ["method=grpo_matched"],  # + match_ratio from the same seed's prover run
-    "gigpo": ["method=gigpo"],
-    "prover": ["method=prover"],
-    "prover_random": ["method=prover_random"],
-    "prover_unverified": ["method=prover_unverified"],
-    "prover_exhaustive": ["method=prover", "judge={kind: exhaustive}"],
-}
+METHODS = {name: [f"method={name}"] for name in registry.names("rl")}  # grpo_matched: + the prover run's ratio
+METHODS["prover_exhaustive"] = ["method=prover", "judge={kind: exhaustive}"]
 
 
 def setting(name: str) -> tuple[list[str], dict]:

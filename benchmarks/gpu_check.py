@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from trainers import methods as registry  # noqa: E402
+
 # the published configs (config.json of Qwen/Qwen3-1.7B and Qwen/Qwen3-4B): the architecture's cost
 SHAPES: dict[str, dict] = {
     "qwen3-1.7b": dict(
@@ -97,7 +99,6 @@ MACHINE_HAS = ("torch", "transformers", "peft", "accelerate")
 WHEELHOUSE = ("gymnasium", "Farama-Notifications", "cloudpickle", "bm25s", "PyStemmer")
 WHEELHOUSE_MAX_MB = 60
 JUDGE_TOKENS = 512  # generated per judge call (one call per verified group)
-TRAINED = ("grpo", "gigpo", "prover", "prover_random", "prover_unverified", "grpo_matched")
 
 
 def word_tokenizer(vocab_size: int):
@@ -282,6 +283,12 @@ def measure_verification(backend, device: str, group: int, m: int, max_tokens: i
     }
 
 
+def project_methods(paper: dict) -> list[str]:
+    """The preset's methods and ablations that use a GPU (all but the baselines), in display order."""
+    names = {*paper["methods"], *paper.get("ablations", [])}
+    return [m for m in registry.names("sft", "rl") if m in names]
+
+
 def project(paper: dict, rates: dict) -> list[dict]:
     """GPU-hours of paper.yaml per env and method for one seed, from the measured ``rates`` (tok/s of
     generation, the learner and a verification round) and ASSUMED."""
@@ -296,17 +303,17 @@ def project(paper: dict, rates: dict) -> list[dict]:
         verify_tokens = groups * 2 * m * max(1, a["turns"] // 2) * a["gen"]  # continuations from mid-episode
         judge_tokens = groups * JUDGE_TOKENS
         base = rollout_tokens / gen + (learn_tokens / learn if learn else math.nan)
-        extra = {
-            "grpo": 0.0,
-            "gigpo": 0.0,
-            "prover": verify_tokens / ver + judge_tokens / gen,
-            "prover_random": verify_tokens / ver,
-            "prover_unverified": judge_tokens / gen,
-        }
-        extra["grpo_matched"] = base * (verify_tokens + judge_tokens) / rollout_tokens  # more tasks, same budget
         eval_hours = a["eval_episodes"] * a["turns"] * a["gen"] / gen / 3600
-        for method in ("sft", *TRAINED):
-            train_hours = 0.0 if method == "sft" else it * (base + extra[method]) / 3600
+        for method in project_methods(paper):
+            spec = registry.get(method)
+            extra = 0.0  # seconds per iteration beyond GRPO's, from what the method's spec says it spends
+            if spec.verifies:
+                extra += verify_tokens / ver
+            if spec.asks_judge and spec.judge is None:  # the preset's (LLM) judge; a forced judge is a heuristic
+                extra += judge_tokens / gen
+            if spec.extra_tasks:  # more tasks for the budget its reference (prover) spends on credit
+                extra += base * (verify_tokens + judge_tokens) / rollout_tokens
+            train_hours = 0.0 if spec.kind == "sft" else it * (base + extra) / 3600
             rows.append(
                 {
                     "env": env,

@@ -15,34 +15,9 @@ from pathlib import Path
 
 from leaderboards.stats import paired_difference_ci, seed_paired_difference, seed_verdict, standard_error
 from prover_gym.cache import atomic_write
+from trainers import methods as registry
 
-METHOD_ORDER = (
-    "random",
-    "expert",
-    "sft",
-    "grpo",
-    "dr_grpo",
-    "gigpo",
-    "grpo_matched",
-    "prover",
-    "prover_random",
-    "prover_unverified",
-)
 SCORE_ENVS = {"webshop"}  # envs whose score (mean reward) is reported next to success, as in the paper
-# (a, b): the paired differences a - b the report states with an interval and a verdict, when both ran
-COMPARISONS = (
-    ("sft", "random"),
-    ("grpo", "sft"),
-    ("prover", "sft"),
-    ("prover", "grpo"),
-    ("prover", "grpo_matched"),
-    ("grpo_matched", "grpo"),
-    ("gigpo", "grpo"),
-    ("prover", "gigpo"),
-    ("prover_random", "grpo"),
-    ("prover_unverified", "grpo"),
-    ("dr_grpo", "grpo"),
-)
 
 
 def success_se(rs: list[dict]) -> float:
@@ -82,16 +57,17 @@ def _per_seed(rows: list[dict], env: str, a: str, b: str) -> tuple[dict, dict, l
 
 
 def comparisons(rows: list[dict], envs: list[str]) -> list[dict]:
-    """Each COMPARISONS pair per env and over all envs: the difference a - b paired by training seed,
-    with a paired-t 95% interval over the seeds (None with one seed: no claim) and a verdict from
-    it; beside it, labelled as such, the eval-task bootstrap interval, which is one checkpoint
-    pair's eval noise only. Over all envs, a seed's difference is the mean of its envs' differences
-    (seeds that ran in every env)."""
+    """Each pair of the method registry's comparisons (trainers/methods.py) per env and over all envs: the
+    difference a - b paired by training seed, with a paired-t 95% interval over the seeds (None with one
+    seed: no claim) and a verdict from it; beside it, labelled as such, the eval-task bootstrap
+    interval, which is one checkpoint pair's eval noise only. Over all envs, a seed's difference is the
+    mean of its envs' differences (seeds that ran in every env)."""
     out = []
-    named = {m for pair in COMPARISONS for m in pair}
-    extra = sorted({r["method"] for r in rows} - named - set(METHOD_ORDER), key=_order)  # preset variants
+    pairs = registry.comparisons()
+    named = {m for pair in pairs for m in pair}
+    extra = sorted({r["method"] for r in rows} - named - set(registry.names()), key=_order)  # preset variants
     variant_pairs = [(m, b) for m in extra for b in ("grpo", "grpo_matched", "prover")]  # the credit arms
-    for a, b in list(COMPARISONS) + variant_pairs:
+    for a, b in pairs + variant_pairs:
         by_env = {}
         for env in envs:
             sa, sb, xa, xb = _per_seed(rows, env, a, b)
@@ -262,7 +238,8 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def _order(method: str) -> tuple:
-    return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
+    order = registry.names()
+    return (order.index(method) if method in order else len(order), method)
 
 
 def aggregate(rows: list[dict]) -> list[dict]:

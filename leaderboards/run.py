@@ -33,15 +33,29 @@ from typing import Any, NamedTuple
 
 from leaderboards.validate import TOP as PRESET_KEYS
 from prover_gym.checks import did_you_mean
+from trainers import methods as registry
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 # results go where the user runs, never into the (possibly installed) package
 DEFAULT_OUT = "prover-gym-results"
-BASELINES = ("random", "expert")
-TRAINED = ("sft", "grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_random", "prover_unverified")
-# grpo_matched is GRPO given the extra generation that `prover` spent in the same (env, seed): it runs
-# after that prover cell and reads its measured ratio (or takes train.match_ratio when prover is not run)
-MATCHED, MATCHED_TO = "grpo_matched", "prover"
+
+
+def baselines() -> list[str]:
+    """Methods played without a model (trainers/methods.py)."""
+    return registry.names("baseline")
+
+
+def trained() -> list[str]:
+    """Methods with a model: the start model (sft) and the RL methods (trainers/methods.py)."""
+    return registry.names("sft", "rl")
+
+
+def matched_to(name: str) -> str | None:
+    """For a compute-matched method (grpo_matched: GRPO given the extra generation that `prover` spent in
+    the same env and seed), the method whose measured ratio it takes: its cells run after that one's and
+    read the ratio (or take train.match_ratio when it is not run). None for the others."""
+    spec = registry.REGISTRY.get(name)
+    return spec.matched_to if spec is not None and spec.extra_tasks else None
 
 
 class PresetError(ValueError):
@@ -290,7 +304,9 @@ def _train_config(
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
         if match_ratio is not None:
             data["match_ratio"] = round(float(match_ratio), 6)
-            if method == MATCHED and data["match_ratio"] == 0:  # ProVer spent nothing on credit (it verified
+            if (
+                registry.get(method).extra_tasks and data["match_ratio"] == 0
+            ):  # ProVer spent nothing on credit (it verified
                 data["method"] = "grpo"  # no segment): its compute-matched baseline is GRPO itself
         if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
             data["probe_kwargs"] = env_cfg["eval_kwargs"]
@@ -546,31 +562,38 @@ def _method_of(preset: dict, name: str) -> str:
     return variant["method"] if variant is not None else name
 
 
+def _asks_judge(name: str) -> bool:
+    spec = registry.REGISTRY.get(name)
+    return spec is not None and spec.asks_judge
+
+
 def _trained(preset: dict, name: str) -> bool:
-    return _method_of(preset, name) in TRAINED
+    return _method_of(preset, name) in trained()
 
 
 def _known_methods(preset: dict) -> list[str]:
-    return list(BASELINES + TRAINED) + list(preset.get("variants") or {})
+    return [*baselines(), *trained(), *(preset.get("variants") or {})]
 
 
 def plan_methods(preset: dict, args) -> list[str]:
-    methods = list(args.methods or preset["methods"])
+    names = list(args.methods or preset["methods"])
     if args.ablations:
-        methods += [m for m in preset.get("ablations", []) if m not in methods]
+        names += [m for m in preset.get("ablations", []) if m not in names]
     known = _known_methods(preset)
-    for m in methods:
+    for m in names:
         if m not in known:
             raise PresetError(
                 f"unknown method {m!r}{did_you_mean(m, known)} (valid: {', '.join(known)}; variants are defined "
                 "in the preset)"
             )
-    if MATCHED in methods and MATCHED_TO not in methods and not preset["train"].get("match_ratio"):
-        raise PresetError(
-            f"{MATCHED} is GRPO given the tokens {MATCHED_TO} spends: run {MATCHED_TO} too (its measured ratio "
-            "is used), or set train.match_ratio (e.g. 0.15)"
-        )
-    return methods
+    for m in names:
+        to = matched_to(m)
+        if to is not None and to not in names and not preset["train"].get("match_ratio"):
+            raise PresetError(
+                f"{m} is GRPO given the tokens {to} spends: run {to} too (its measured ratio is used), or set "
+                "train.match_ratio (e.g. 0.15)"
+            )
+    return names
 
 
 def run(args) -> Path:
@@ -644,12 +667,11 @@ def run(args) -> Path:
                 else:
                     entries = [(m, None) for m in methods]  # type: ignore[misc]  # no special policy
                 keys: dict[str, tuple[str, str]] = {}
-                entries.sort(key=lambda e: e[0] == MATCHED)  # after the prover cell it is matched to
+                entries.sort(key=lambda e: matched_to(e[0]) is not None)  # after the cell it is matched to
                 for method, special in entries:
-                    matched: str | float | None = (
-                        keys[MATCHED_TO][0] if method == MATCHED and MATCHED_TO in keys else None
-                    )
-                    if method == MATCHED and matched is None:  # prover not run: the preset's fixed ratio
+                    to = matched_to(method)
+                    matched: str | float | None = keys[to][0] if to is not None and to in keys else None
+                    if to is not None and matched is None:  # its reference not run: the preset's fixed ratio
                         matched = float(preset["train"]["match_ratio"])
                     key_hash = config_hash(
                         [
@@ -658,7 +680,7 @@ def run(args) -> Path:
                             preset.get("model"),
                             base and base["hash"],
                             [preset["train"], env_cfg.get("train")] if _trained(preset, method) else None,
-                            judge if _method_of(preset, method).startswith("prover") else None,
+                            judge if _asks_judge(_method_of(preset, method)) else None,
                             preset["variants"].get(method),
                             special,
                             *([matched] if matched is not None else []),
@@ -717,8 +739,8 @@ def run(args) -> Path:
                     record(run_cell_safe(preset, c, str(out), judge, commit))
 
         # grpo_matched cells run after the prover cells whose measured token ratio they are given
-        execute([c for c in cells if c.method != MATCHED])
-        execute([_matched(c, db) for c in cells if c.method == MATCHED])
+        execute([c for c in cells if matched_to(c.method) is None])
+        execute([_matched(c, db) for c in cells if matched_to(c.method) is not None])
         paths, comps = write_reports(db, name, out, envs=envs)
         for comp in comps:
             if (comp["a"], comp["b"]) in (
@@ -798,8 +820,8 @@ def _matched(cell: Cell, db) -> Cell:
     ratio = (row or {}).get("extra", {}).get("match_ratio") if row else None
     if ratio is None:
         raise PresetError(
-            f"{MATCHED} ({cell.env}, seed {cell.seed}): the {MATCHED_TO} row it is matched to has no measured "
-            "token ratio; re-run it (its row predates cost accounting) or set train.match_ratio"
+            f"{cell.method} ({cell.env}, seed {cell.seed}): the {matched_to(cell.method)} row it is matched to has "
+            "no measured token ratio; re-run it (its row predates cost accounting) or set train.match_ratio"
         )
     return cell._replace(match=float(ratio))
 
@@ -865,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--methods",
         nargs="+",
-        help=f"some of {list(BASELINES + TRAINED)} or the preset's variants (default: the preset's methods)",
+        help=f"some of {[*baselines(), *trained()]} or the preset's variants (default: the preset's methods)",
     )
     ap.add_argument("--seeds", nargs="+", type=int, help="training seeds (default: the preset's)")
     ap.add_argument(

@@ -49,7 +49,7 @@ def problems(
     [] when it can run. At load (the defaults) the blocks' keys and values; for a run, with ``envs``
     (None = all) x ``methods``: also the trainer config of each cell (``methods``), each env made once
     with gym.make (``make_envs``) and every unset ``${VAR}`` the run needs, in one line (``require_set``)."""
-    from leaderboards.run import BASELINES, TRAINED
+    from leaderboards.run import baselines, trained
 
     out: list[str] = []
     out += unknown_keys("preset", [k for k in preset if k not in TOP], TOP)
@@ -70,7 +70,7 @@ def problems(
         if not isinstance(preset.get(key), list):
             out.append(f"{key} = {preset.get(key)!r}: a list of method names")
     variants = preset.get("variants") or {}
-    known = [*BASELINES, *TRAINED, *variants]
+    known = [*baselines(), *trained(), *variants]
     for i, m in enumerate(preset.get("methods") or []):
         out += bad_choice(f"methods[{i}]", m, known, "method")
     for i, m in enumerate(preset.get("ablations") or []):
@@ -86,14 +86,14 @@ def problems(
             continue
         out += unknown_keys(where, variant, VARIANT)
         out += bad_choice(
-            f"{where}.method", variant.get("method"), [m for m in TRAINED if m != "sft"], "trained method"
+            f"{where}.method", variant.get("method"), [m for m in trained() if m != "sft"], "trained method"
         )
         if "judge" in variant:
             out += _judge(variant["judge"], f"{where}.judge")
         out += _train(variant.get("train"), f"{where}.train")
         if "baseline" in variant:
             out += bad_choice(f"{where}.baseline", variant["baseline"], known, "method")
-        if name in (*BASELINES, *TRAINED):
+        if name in (*baselines(), *trained()):
             out.append(f"{where}: the name is a method's; pick another")
     env_blocks = preset.get("envs")
     if not isinstance(env_blocks, dict) or not env_blocks:
@@ -422,7 +422,8 @@ def _walk(obj, where: str):
 
 def _train_configs(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     """Build (not run) the trainer config of each trained method in each env: its value checks."""
-    from leaderboards.run import BASELINES, PresetError, _method_of, _train_config
+    from leaderboards.run import PresetError, _method_of, _train_config, baselines
+    from trainers import methods as registry
     from trainers.config import TrainConfig
 
     known = set(TrainConfig.__dataclass_fields__)
@@ -440,10 +441,11 @@ def _train_configs(preset: dict, envs: list[str], methods: list[str]) -> list[st
     seen = set()
     for env in envs:
         for method in methods:
-            if method in BASELINES:
+            if method in baselines():
                 continue
             try:
-                ratio = 0.1 if _method_of(preset, method) == "grpo_matched" else None
+                spec = registry.REGISTRY.get(_method_of(preset, method))
+                ratio = 0.1 if spec is not None and spec.extra_tasks else None
                 _train_config(preset, preset["envs"][env], method, 0, Path("."), None, preset["judge"], ratio)
             except (PresetError, ValueError, TypeError) as exc:
                 msg = f"train (env {env}, method {method}): {exc}"

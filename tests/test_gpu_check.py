@@ -80,7 +80,8 @@ def test_the_gpu_check_runs_with_only_what_the_gpu_machine_and_the_wheelhouse_ha
         probe = subprocess.run([sys.executable, "-s", "-S", "-c", f"import {absent}"], env=env, capture_output=True)
         assert probe.returncode != 0, absent
     assert "projected GPU-hours of paper.yaml" in proc.stdout
-    for method in ("sft", *gpu_check.TRAINED):
+    paper = __import__("yaml").safe_load((ROOT / "leaderboards/presets/paper.yaml").read_text())
+    for method in gpu_check.project_methods(paper):
         assert f"| {method} |" in proc.stdout
     (res,) = json.loads(out.read_text())["results"]
     assert all(g["tok_s"] > 0 and g["generated"] > 0 for g in res["generation"])
@@ -91,6 +92,8 @@ def test_the_gpu_check_runs_with_only_what_the_gpu_machine_and_the_wheelhouse_ha
 def test_the_projection_adds_what_each_method_spends():
     paper = {
         "seeds": [0],
+        "methods": ["random", "sft", "grpo", "prover"],
+        "ablations": ["prover_random", "grpo_matched"],
         "train": {
             "iterations": 10,
             "tasks_per_iteration": 2,

@@ -214,21 +214,15 @@ def gigpo(
     return [[e + omega * s for e, s in zip(es, ss)] for es, ss in zip(episode, step)]
 
 
-ADVANTAGES: dict[str, Callable[..., list[list[float]]]] = {
-    "grpo": grpo,
-    "dr_grpo": dr_grpo,
-    "gigpo": gigpo,
-    # GRPO given ProVer's extra generation as extra tasks (TrainConfig.match_ratio): a win per token
-    "grpo_matched": grpo,
-}
-PROVER_METHODS = ("prover", "prover_random", "prover_unverified")
+ADVANTAGES: dict[str, Callable[..., list[list[float]]]] = {"grpo": grpo, "dr_grpo": dr_grpo, "gigpo": gigpo}
 
 
 def base_advantage(method: str, std_normalize: bool = True) -> Callable[..., list[list[float]]]:
-    """The registry entry a method starts from: ProVer and its ablations start from GRPO (or Dr. GRPO
-    when ``std_normalize`` is off)."""
-    if method in ADVANTAGES:
-        return ADVANTAGES[method]
-    if method in PROVER_METHODS:
-        return grpo
-    raise ValueError(f"method={method!r}; use one of {sorted(ADVANTAGES) + list(PROVER_METHODS)}")
+    """The advantage estimator a method starts from (its ``MethodSpec.advantage``, trainers/methods.py):
+    ProVer and its ablations start from GRPO, which with ``std_normalize`` off is Dr. GRPO's centring."""
+    from trainers.methods import get
+
+    spec = get(method)
+    if spec.advantage is None:
+        raise ValueError(f"method={method!r} is not trained with an advantage (a {spec.kind} method)")
+    return spec.advantage

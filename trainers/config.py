@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-METHODS = ("grpo", "dr_grpo", "gigpo", "grpo_matched", "prover", "prover_random", "prover_unverified")
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -25,8 +24,9 @@ class TrainConfig:
     env_kwargs: dict = _f({"split": "train"}, "gym.make kwargs of the training env")
     method: str = _f(
         "grpo",
-        "grpo | dr_grpo | gigpo | grpo_matched | prover | prover_random | prover_unverified (same loop, "
-        "different advantages; trainers/advantages.py); grpo_matched = grpo with match_ratio extra tasks",
+        "grpo | dr_grpo | gigpo | grpo_matched | prover | prover_random | prover_unverified, or another "
+        "method registered in trainers/methods.py (same loop, different advantages); grpo_matched = grpo "
+        "with match_ratio extra tasks",
     )
     model_path: str | None = _f(None, "HF model directory; None = the tiny local Qwen3 model")
     iterations: int = _f(10, "RL iterations")
@@ -176,8 +176,10 @@ class TrainConfig:
     )
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"method={self.method!r}; use one of {METHODS}")
+        from trainers import methods
+
+        if self.method not in methods.names("rl"):
+            raise ValueError(f"method={self.method!r}; use one of {tuple(methods.names('rl'))}")
         from trainers.loss import AGGS
 
         if self.agg not in AGGS:
@@ -202,7 +204,7 @@ class TrainConfig:
             raise ValueError("max_verified_groups must be >= 0, or null for every mixed group")
         if self.match_ratio < 0:
             raise ValueError(f"match_ratio={self.match_ratio!r}; use a fraction >= 0 (0.15 = 15% more tasks)")
-        if self.method == "grpo_matched" and self.match_ratio <= 0:
+        if methods.get(self.method).extra_tasks and self.match_ratio <= 0:
             raise ValueError(
                 "method=grpo_matched needs match_ratio > 0: ProVer's measured extra generated tokens per "
                 "rollout token (its metrics' prover/extra_tokens_ratio), e.g. match_ratio=0.15"

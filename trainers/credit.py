@@ -20,6 +20,7 @@ import torch
 
 from agents.trajectory import Trajectory
 from judges.base import mixed_outcome
+from trainers import methods
 from trainers.advantages import apply_segment_bonus, base_advantage, bonus_scale, turns_to_tokens
 from trainers.sequences import token_turns
 from trainers.verification import ValueEstimator, Verification, verify_segment
@@ -80,6 +81,7 @@ class CreditAssigner:
         self.judge = judge
         self.estimator_factory = estimator_factory
         self.base = base_advantage(cfg.method, cfg.std_normalize)
+        self.spec = methods.get(cfg.method)
         self.judge_name = judge_name or str((getattr(cfg, "judge", None) or {}).get("kind", type(judge).__name__))
 
     def __call__(
@@ -94,7 +96,7 @@ class CreditAssigner:
         left out of the loss; and the iteration's statistics, with a credit record per proposal
         (``iteration`` and the groups' global indices ``group_ids`` label them)."""
         cfg, stats = self.cfg, CreditStats()
-        prover = cfg.method.startswith("prover")
+        prover = self.spec.asks_judge
         estimator = self.estimator_factory() if prover and self.estimator_factory else None
         if estimator is not None and hasattr(self.judge, "bind"):
             self.judge.bind(estimator)
@@ -138,7 +140,7 @@ class CreditAssigner:
         stats.proposed += 1
         traj = group[proposal.trajectory]
         v = None
-        if cfg.method == "prover_unverified":  # trust the judge: no continuations
+        if not self.spec.verifies:  # prover_unverified: trust the judge, no continuations
             a_seg, passes = 1.0, True
         else:
             v = self._verification(proposal, traj, group, estimator)

@@ -31,8 +31,7 @@ from typing import Any
 
 import torch
 
-from trainers import checkpoint
-from trainers.advantages import PROVER_METHODS
+from trainers import checkpoint, methods
 from trainers.config import TrainConfig, load_config
 from trainers.sinks import make_sink
 
@@ -174,11 +173,11 @@ class Trainer:
                 }
             )
         self.policy = LLMPolicy(self.generator, make_format(cfg.env_id, **cfg.policy_format))
-        judge_cfg = cfg.judge
-        if cfg.method == "prover_random":  # the placebo: a random segment on the judge's side, same budget
-            judge_cfg = {"kind": "random", "side": (cfg.judge or {}).get("side", "won"), "seed": cfg.seed}
-        # only the ProVer methods ask a judge: the others build none (an LLM judge is a second model)
-        self.judge = judges.make(judge_cfg) if cfg.method in PROVER_METHODS else None
+        spec = methods.get(cfg.method)
+        # a method may force its own judge (prover_random: a random segment on the judge's side, same budget)
+        judge_cfg = spec.judge(cfg.judge, cfg.seed) if spec.judge is not None else cfg.judge
+        # only the methods that ask a judge build one (an LLM judge is a second model)
+        self.judge = judges.make(judge_cfg) if spec.asks_judge else None
         # the task stream: which tasks each iteration trains on, the same for every method of a seed
         # (its own stream: SFT and the judges draw from theirs, sampling is keyed per row)
         self.rng = random.Random(f"tasks|{cfg.seed}")
@@ -361,7 +360,7 @@ class Trainer:
         method of a seed), then grpo_matched's extra ones from their own stream."""
         task_ids = self.env.unwrapped.task_ids()  # type: ignore[attr-defined]  # a prover-gym TextEnv
         tasks = self.rng.sample(task_ids, min(self.cfg.tasks_per_iteration, len(task_ids)))
-        if self.cfg.method == "grpo_matched":
+        if methods.get(self.cfg.method).extra_tasks:
             self.extra_owed += self.cfg.match_ratio * self.cfg.tasks_per_iteration
             extra = int(self.extra_owed + 1e-9)
             self.extra_owed -= extra
