@@ -40,46 +40,29 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agents.tiny_model import DEFAULT_CONFIG as TINY_CONFIG  # noqa: E402
 from trainers import methods as registry  # noqa: E402
 
 # the published configs (config.json of Qwen/Qwen3-1.7B and Qwen/Qwen3-4B): the architecture's cost
+QWEN3_1_7B = dict(
+    hidden_size=2048,
+    intermediate_size=6144,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=151936,
+    max_position_embeddings=40960,
+    rope_theta=1000000.0,
+    tie_word_embeddings=True,
+)
 SHAPES: dict[str, dict] = {
-    "qwen3-1.7b": dict(
-        hidden_size=2048,
-        intermediate_size=6144,
-        num_hidden_layers=28,
-        num_attention_heads=16,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        rope_theta=1000000.0,
-        tie_word_embeddings=True,
-    ),
-    "qwen3-4b": dict(
-        hidden_size=2560,
-        intermediate_size=9728,
-        num_hidden_layers=36,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        rope_theta=1000000.0,
-        tie_word_embeddings=True,
+    "qwen3-1.7b": QWEN3_1_7B,
+    "qwen3-4b": dict(  # Qwen/Qwen3-4B: wider and deeper, the same attention layout
+        QWEN3_1_7B, hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32
     ),
     # the project's tiny model (agents/tiny_model.py), for a CPU run that keeps this script alive
-    "tiny": dict(
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=32,
-        vocab_size=4096,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-    ),
+    "tiny": {**TINY_CONFIG, "vocab_size": 4096},
 }
 # what an iteration of paper.yaml spends, per env: assumptions (stated in the output), not measurements.
 # turns: mean per episode (ALFWorld's max is 50, WebShop's 15, Search-QA's 4); gen: generated tokens per
