@@ -628,8 +628,10 @@ def run(args) -> Path:
     check_preset(preset, cli, envs=envs, methods=methods, make_envs=True, require_set=True)
     seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    db = ResultsDB(out / "results.sqlite")
+    dry = bool(getattr(args, "dry_run", False))  # plan only: nothing trains, evaluates, starts or is written
+    if not dry:
+        out.mkdir(parents=True, exist_ok=True)
+    db = ResultsDB(out / "results.sqlite") if not dry or (out / "results.sqlite").is_file() else None
     commit = git_commit()
     name = preset["name"]
     ev = preset["eval"]
@@ -638,12 +640,14 @@ def run(args) -> Path:
     jobs = max(1, int(getattr(args, "jobs", 1) or 1))
     services = contextlib.ExitStack()
     try:
-        start_servers(preset, envs, out, services)
+        if not dry:
+            start_servers(preset, envs, out, services)
         cells: list[Cell] = []
+        reused_cells: list[tuple[str, int, str]] = []
         for env_name in envs:
             env_cfg = preset["envs"][env_name]
             split = str(env_cfg["eval_kwargs"].get("split", "test"))
-            if not args.eval_only:
+            if not args.eval_only and not dry:
                 t_judge = time.time()
                 if judge_precision(preset, env_name, db):
                     print(
@@ -688,11 +692,15 @@ def run(args) -> Path:
                     )
                     key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
                     keys[method] = (key, key_hash)
-                    if db.get(key) is not None:
+                    if db is not None and db.get(key) is not None:
                         reused += 1
+                        reused_cells.append((env_name, seed, method))
                         continue
                     cost = CELL_COST.get(env_name, 2) * (4 if _trained(preset, method) and method != "sft" else 1)
                     cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base, matched))
+        if dry:
+            print_plan(preset, cells, reused_cells, out)
+            return out
         if jobs > 1 and not args.eval_only:
             # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
             for env_name in dict.fromkeys(c.env for c in cells if c.base is None and _trained(preset, c.method)):
@@ -752,7 +760,8 @@ def run(args) -> Path:
                 print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['seeds']} paired seed(s)): {comp['verdict']}")
     finally:
         services.close()
-        db.close()
+        if db is not None:
+            db.close()
     print(
         f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
         + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html"))
@@ -764,6 +773,32 @@ def run(args) -> Path:
             "missing runs"
         )
     return out
+
+
+def print_plan(preset: dict, cells: list[Cell], reused: list[tuple[str, int, str]], out: Path) -> None:
+    """``--dry-run``: the cells a run would execute, in the order it would start them, and those it
+    would reuse from ``out``; plus the judge-precision measurement and the servers it would start."""
+    todo = [c for c in sorted(cells, key=lambda c: -c.cost) if matched_to(c.method) is None]
+    todo += [c for c in cells if matched_to(c.method) is not None]
+    print(f"plan of preset {preset['name']!r} into {out}: {len(cells)} cell(s) to run, {len(reused)} reused")
+    for c in todo:
+        after = f" (after {matched_to(c.method)}: its measured token ratio)" if matched_to(c.method) else ""
+        if c.method == "sft":
+            kind = "SFT + eval" if c.base is None else "eval of the shipped base"
+        else:
+            kind = "train + eval" if _trained(preset, c.method) else "eval"
+        print(f"  run    {c.env:9s} seed {c.seed}  {c.method:18s} {kind}{after}")
+    for env, seed, method in reused:
+        print(f"  reused {env:9s} seed {seed}  {method}")
+    spec = preset.get("judge_precision") or {}
+    if spec.get("tasks"):
+        print(f"  judge precision: {spec.get('kinds')} on {spec['tasks']} task(s) per env (unless recorded)")
+    for name, block in preset["envs"].items():
+        if block.get("retrieval_server"):
+            print(
+                f"  retrieval server for {name}: {block['retrieval_server'].get('retriever', 'bm25')} over "
+                f"{block['retrieval_server'].get('corpus')}"
+            )
 
 
 def start_servers(preset: dict, envs: list[str], out: Path, stack: contextlib.ExitStack) -> None:
@@ -912,6 +947,12 @@ def main(argv: list[str] | None = None) -> int:
         "(sets $PROVER_GYM_BASES)",
     )
     ap.add_argument("--eval-only", action="store_true", help="evaluate --policy without training")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the preset and print the plan (cells to run and to reuse), then stop: nothing trains, "
+        "evaluates or is written",
+    )
     ap.add_argument(
         "--jobs",
         type=int,

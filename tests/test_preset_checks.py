@@ -227,3 +227,18 @@ def test_vllm_users_are_told_to_install_it_or_find_a_gpu(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
     (problem,) = _vllm_problems(["backend", "judge"])
     assert problem.startswith("backend, judge use vLLM") and "pip install 'prover-gym[gpu]'" in problem
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
+    """--dry-run checks the preset and lists the cells a run would execute (and reuse), then stops."""
+    out = tmp_path / "out"
+    args = ["--preset", "smoke", "--envs", "searchqa", "--methods", "random", "expert", "--out", str(out)]
+    proc = subprocess.run([*RUN, *args, "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 cell(s) to run, 0 reused" in proc.stdout and "searchqa  seed 0  expert" in proc.stdout
+    assert not out.exists()
+    assert subprocess.run([*RUN, *args, "--jobs", "1"], capture_output=True, timeout=200).returncode == 0
+    again = subprocess.run([*RUN, *args, "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert "0 cell(s) to run, 2 reused" in again.stdout
+    bad = subprocess.run([*RUN, *args, "--dry-run", "--methods", "grp"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "did you mean 'grpo'" in bad.stderr  # the checks still run
