@@ -344,14 +344,24 @@ def restore(env, snap: Snapshot) -> None:
     ``SnapshotError`` (a ``ValueError``) when the id or the data differ.
     """
     base = _base(env)
+    fresh = base._task_id is None or not _wrappers_reset(env)
+    if fresh and isinstance(snap, Snapshot) and snap.env_id == base.env_id and snap.fingerprint == base.fingerprint():
+        # reset it through its wrappers first (gymnasium's OrderEnforcing and env checker see a reset, by
+        # their public API), on the snapshot's task, so the restore below loads nothing new; a snapshot
+        # that does not fit is refused below with the env untouched
+        task_id = snap.task_id if snap.task_id in base._task_index() else None
+        env.reset(options={"task_id": task_id} if task_id is not None else None)
     base.restore(snap)
+
+
+def _wrappers_reset(env) -> bool:
+    """Whether every wrapper that tracks it (gymnasium's OrderEnforcing) has seen a reset."""
     layer = env
     while isinstance(layer, gym.Wrapper):
-        if hasattr(layer, "_has_reset"):  # OrderEnforcing refuses step() before reset()
-            layer._has_reset = True
-        if getattr(layer, "checked_step", True) is False and getattr(layer, "_previous_data", 0) is None:
-            layer._previous_data = (str(base._last_obs), {})  # type: ignore[attr-defined]  # PassiveEnvChecker's
+        if getattr(layer, "has_reset", True) is False:
+            return False
         layer = layer.env
+    return True
 
 
 def branch(snap: Snapshot, n: int, **overrides) -> list[gym.Env]:
