@@ -23,7 +23,7 @@ what makes the paper's budget feasible; the check says when vLLM is importable a
 
 On a GPU machine with torch, transformers, peft and accelerate but no network, install what else
 it needs from the wheelhouse `make wheelhouse` builds (cp312, manylinux x86-64, <= 60 MB):
-``pip install --no-index --no-deps wheelhouse/*.whl`` (README, "Reproducing the paper").
+``pip install --no-index --no-deps wheelhouse/*.whl`` (docs/leaderboard.md, "Reproducing the paper").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every benchmark in one run, one JSON of all figures, to compare across commits.
 
     python benchmarks/run_all.py                  # quick sizes (a few minutes on 2 cores)
-    python benchmarks/run_all.py --full           # the sizes quoted in the README (tens of minutes)
+    python benchmarks/run_all.py --full           # the sizes quoted in docs/benchmarks.md (tens of minutes)
     python benchmarks/run_all.py --only alfworld pool
 
 Writes ``benchmarks/results/<commit>.json`` (and ``latest.json``) atomically: per benchmark its

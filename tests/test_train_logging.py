@@ -72,5 +72,5 @@ def test_every_metrics_row_key_is_a_documented_metric(tmp_path, bundled_dir):
     trainer.close()
     unknown = [k for k in row if k not in METRICS and not k.startswith(METRIC_PREFIXES)]
     assert not unknown, unknown
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
     assert [m for m in METRICS if f"`{m}`" not in readme] == []

@@ -25,7 +25,7 @@ from pathlib import Path
 BASE_VERSION = 1
 
 # a setting = the env and prompt format RL trains in; the SFT budget that gives a base which
-# generalises there (see the README's "Base policies" for how these were measured)
+# generalises there (see docs/training.md, "Base policies", for how these were measured)
 RECIPES: dict[str, dict] = {
     "searchqa": {
         "env_id": "prover/SearchQA-v0",

@@ -39,7 +39,7 @@ class Dist:
                     f"{flag} is set: sharded training is not built. The bundled generation runs the learner's own "
                     "model, which FSDP/DeepSpeed/Megatron would shard (its forward a collective that ranks generating "
                     "different lengths cannot keep in step). Use DDP (unset the flag; launch with torchrun or "
-                    "`accelerate launch --multi_gpu`), see the README's Scale-out section"
+                    "`accelerate launch --multi_gpu`), see docs/training.md, 'Scale-out'"
                 )
         if launched_world_size() > 1:
             import torch

