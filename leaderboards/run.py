@@ -304,10 +304,9 @@ def _train_config(
         data = {**base, "method": method, "sft_steps": 0, "judge": judge}
         if match_ratio is not None:
             data["match_ratio"] = round(float(match_ratio), 6)
-            if (
-                registry.get(method).extra_tasks and data["match_ratio"] == 0
-            ):  # ProVer spent nothing on credit (it verified
-                data["method"] = "grpo"  # no segment): its compute-matched baseline is GRPO itself
+            # ProVer spent nothing on credit (it verified no segment): the compute-matched control is GRPO
+            if registry.get(method).extra_tasks and data["match_ratio"] == 0:
+                data["method"] = "grpo"
         if data.get("probe_tasks"):  # the learning curve's probe: greedy on the env's held-out split
             data["probe_kwargs"] = env_cfg["eval_kwargs"]
     data.update(
@@ -819,7 +818,7 @@ def start_servers(preset: dict, envs: list[str], out: Path, stack: contextlib.Ex
                 continue
             started.add(url)
             log = out / f"retrieval_server_{env_name}.log"
-            stack.enter_context(served(str(url), **{k: v for k, v in server.items()}, log=log))
+            stack.enter_context(served(str(url), **server, log=log))
 
 
 class CellsFailed(RuntimeError):

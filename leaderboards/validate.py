@@ -124,14 +124,17 @@ def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     server of the selected env blocks answers (unless the block has a ``retrieval_server`` the run starts
     itself); each problem with the one command that fixes it."""
     out: list[str] = []
-    trained = [m for m in methods if m not in ("random", "expert")]
+    from leaderboards.run import _asks_judge, _method_of, baselines
+
+    trained = [m for m in methods if m not in baselines()]
     vllm_users: list[str] = []
     models: list[tuple[str, str]] = []  # (key path, model path)
     if trained and preset.get("model"):
         models.append(("model", str(preset["model"])))
     if trained and preset.get("backend") == "vllm":
         vllm_users.append("backend")
-    judges = [("judge", preset.get("judge"))] if any(m.startswith("prover") for m in trained) else []
+    asking = any(_asks_judge(_method_of(preset, m)) for m in trained)  # the preset's judge is built
+    judges = [("judge", preset.get("judge"))] if asking else []
     judges += [
         (f"variants.{n}.judge", v.get("judge")) for n, v in (preset.get("variants") or {}).items() if n in methods
     ]

@@ -214,9 +214,6 @@ def gigpo(
     return [[e + omega * s for e, s in zip(es, ss)] for es, ss in zip(episode, step)]
 
 
-ADVANTAGES: dict[str, Callable[..., list[list[float]]]] = {"grpo": grpo, "dr_grpo": dr_grpo, "gigpo": gigpo}
-
-
 def base_advantage(method: str, std_normalize: bool = True) -> Callable[..., list[list[float]]]:
     """The advantage estimator a method starts from (its ``MethodSpec.advantage``, trainers/methods.py):
     ProVer and its ablations start from GRPO, which with ``std_normalize`` off is Dr. GRPO's centring."""

@@ -206,7 +206,7 @@ class TrainConfig:
             raise ValueError(f"match_ratio={self.match_ratio!r}; use a fraction >= 0 (0.15 = 15% more tasks)")
         if methods.get(self.method).extra_tasks and self.match_ratio <= 0:
             raise ValueError(
-                "method=grpo_matched needs match_ratio > 0: ProVer's measured extra generated tokens per "
+                f"method={self.method} needs match_ratio > 0: ProVer's measured extra generated tokens per "
                 "rollout token (its metrics' prover/extra_tokens_ratio), e.g. match_ratio=0.15"
             )
         if self.torch_threads is not None and self.torch_threads < 1:

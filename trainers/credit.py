@@ -1,7 +1,7 @@
 """From rollout groups to token advantages: the method's registry function, then ProVer's verified
 segment bonus, with the hygiene options (zero-variance groups, invalid-action penalty).
 
-    per-turn A  = ADVANTAGES[method](outcome rewards, per-turn rewards, state keys)   (pure)
+    per-turn A  = MethodSpec.advantage(outcome rewards, per-turn rewards, state keys) (pure; trainers/methods.py)
     token A     = A of the token's turn                                              (turns_to_tokens)
     ProVer      : token A += beta * bonus_scale * A_seg on the proposed segment's tokens, when the
                   verified A_seg passes the credit rule (apply_segment_bonus)

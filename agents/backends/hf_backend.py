@@ -33,10 +33,7 @@ class HFBackend(LocalChatBackend):
         if not path.exists():
             raise BackendError(f"model_path={model_path!r}: no such local directory (models are never downloaded here)")
         self.torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
         adapter = path / "adapter_config.json"  # a LoRA checkpoint (peft): its base model, then the adapter
         base_path = path
         if adapter.is_file():
@@ -52,7 +49,7 @@ class HFBackend(LocalChatBackend):
             except ImportError:
                 raise BackendError(f"{path} holds a LoRA adapter; loading it needs peft: pip install peft") from None
             self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=trainable)
-        self._setup(self.model, device, max_tokens, temperature, top_p, seed, batch_size)
+        self._setup(self.model, tokenizer, device, max_tokens, temperature, top_p, seed, batch_size)
 
     @classmethod
     def from_model(
@@ -73,14 +70,16 @@ class HFBackend(LocalChatBackend):
 
         self = cls.__new__(cls)
         self.torch = torch
+        self._setup(model, tokenizer, device, max_tokens, temperature, top_p, seed, batch_size)
+        return self
+
+    def _setup(self, model, tokenizer, device, max_tokens, temperature, top_p, seed, batch_size) -> None:
+        """What both constructors share: left padding (a pad token if the tokenizer has none), the model
+        on its device in eval mode, the generation defaults."""
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self._setup(model, device, max_tokens, temperature, top_p, seed, batch_size)
-        return self
-
-    def _setup(self, model, device, max_tokens, temperature, top_p, seed, batch_size) -> None:
         self.model = model.to(device).eval()
         self.device = device
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
