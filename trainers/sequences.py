@@ -139,9 +139,66 @@ def token_logprobs(model, batch: dict[str, torch.Tensor], mask: torch.Tensor | N
         lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
         out = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
         return out if mask is None else out * mask.to(out.dtype)
-    hidden = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # [B, T, H]
     rows, cols = torch.nonzero(mask[:, 1:], as_tuple=True)  # token cols+1 is predicted at position cols
-    logits = head(hidden[rows, cols]).float()  # [N, V]
+    shared = _shared_hidden(base, ids, attn, mask)
+    if shared is None:
+        hidden = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # [B, T, H]
+        picked_hidden = hidden[rows, cols]
+    else:  # positions before `taken` were encoded once per cluster: the suffix pass starts there
+        hidden, taken = shared
+        picked_hidden = hidden[rows, cols - taken[rows]]
+    logits = head(picked_hidden).float()  # [N, V]
     picked = torch.log_softmax(logits, -1).gather(-1, ids[rows, cols + 1][:, None])[:, 0]
     out = torch.zeros(ids.shape, dtype=picked.dtype, device=picked.device)
     return out.index_put((rows, cols + 1), picked)
+
+
+def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor):
+    """Hidden states with shared prompt prefixes encoded once (agents.backends.decode.plan_prefixes):
+    the samples of a GRPO group repeat their first prompt (and often more), so each cluster's common
+    prefix goes through the model once and its keys and values are copied to its rows, gradient
+    included (the copy is an index_select, whose backward sums the rows' gradients into the prefix).
+    Returns (hidden [B, S, H] of each row's suffix, taken [B]: where its suffix starts) or None when
+    sharing would not save enough (then the caller encodes the rows whole). A row may hand over at most
+    the tokens before its first scored position (the first policy token's predecessor is in the suffix).
+    Only the summation order differs from one pass: log-probs agree to ~1e-6."""
+    from agents.backends.decode import plan_prefixes
+
+    lengths = attn.sum(-1).tolist()
+    if attn.shape[0] < 2 or any(int(attn[i, : lengths[i]].sum()) != lengths[i] for i in range(len(lengths))):
+        return None  # not right-padded rows: encode them whole
+    first = [int(torch.nonzero(m[1:])[0]) if bool(m[1:].any()) else n - 1 for m, n in zip(mask, lengths)]
+    seqs = [ids[i, :n].tolist() for i, n in enumerate(lengths)]
+    clusters = plan_prefixes(seqs, first)
+    if clusters is None:
+        return None
+    device = ids.device
+    pad = 0  # padding's value is never read (masked)
+    n = len(seqs)
+    pw = max(c.length for c in clusters)
+    pre_ids = torch.full((len(clusters), pw), pad, dtype=torch.long)
+    pre_mask = torch.zeros((len(clusters), pw), dtype=torch.long)
+    cluster_of, taken = [0] * n, [0] * n
+    for k, c in enumerate(clusters):
+        if c.length:
+            pre_ids[k, pw - c.length :] = torch.tensor(seqs[c.rows[0]][: c.length])
+            pre_mask[k, pw - c.length :] = 1
+        for r in c.rows:
+            cluster_of[r], taken[r] = k, c.length
+    sw = max(len(q) - t for q, t in zip(seqs, taken))
+    suf_ids = torch.full((n, sw), pad, dtype=torch.long)
+    suf_mask = torch.zeros((n, sw), dtype=torch.long)
+    for i, (q, t) in enumerate(zip(seqs, taken)):
+        suf_ids[i, : len(q) - t] = torch.tensor(q[t:])
+        suf_mask[i, : len(q) - t] = 1
+    pre_ids, pre_mask, index = pre_ids.to(device), pre_mask.to(device), torch.tensor(cluster_of, device=device)
+    positions = (pre_mask.cumsum(-1) - 1).masked_fill(pre_mask == 0, 0)
+    cache = base(input_ids=pre_ids, attention_mask=pre_mask, position_ids=positions, use_cache=True).cache
+    cache.reorder_cache(index)
+    starts = torch.tensor(taken, device=device)
+    suf_positions = starts[:, None] + torch.arange(sw, device=device)[None, :]
+    full_mask = torch.cat([pre_mask[index], suf_mask.to(device)], dim=1)
+    out = base(
+        input_ids=suf_ids.to(device), attention_mask=full_mask, position_ids=suf_positions, cache=cache, use_cache=True
+    )
+    return out.last_hidden_state, starts

@@ -85,6 +85,8 @@ class HFBackend(LocalChatBackend):
         self.defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self.seed, self.batch_size = seed, batch_size
         self.calls = 0
+        # agents.backends.decode for the architectures it knows (Qwen3); False: transformers' generate()
+        self.fast_decode = True
 
     def __repr__(self) -> str:
         return f"HFBackend(model={self.model.config.model_type}, device={self.device!r})"
@@ -100,10 +102,10 @@ class HFBackend(LocalChatBackend):
         """Greedy (temperature <= 0: nothing drawn) or keyed sampling (agents.backends.sampling): the
         greedy search of ``generate`` with a logits processor that adds each row's own Gumbel noise
         and records the chosen tokens' clean log-probabilities. The global torch RNG is not touched."""
+        from agents.backends.decode import supports
         from agents.backends.sampling import KeyedSampler
 
         torch = self.torch
-        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
         greedy = params["temperature"] <= 0
         # on an accelerator the noise is computed there (counter-based); on the CPU, per-row generators
         counter = not str(self.device).startswith("cpu")
@@ -114,6 +116,9 @@ class HFBackend(LocalChatBackend):
                 keys, params["temperature"], params["top_p"], counter=counter, eos_token_id=self.tokenizer.eos_token_id
             )
         )
+        if self.fast_decode and supports(self.model):
+            return self._decode(prompts, params, sampler)
+        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt").to(self.device)
         with torch.no_grad():
             gen = self.model.generate(
                 **batch,
@@ -143,6 +148,35 @@ class HFBackend(LocalChatBackend):
                     raise BackendError("keyed sampling: generate() did not follow the drawn tokens")
             else:
                 lp = logps[row].tolist()[: len(new)]
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
+        return results
+
+    def _decode(self, prompts: list[list[int]], params: dict, sampler) -> list[Completion]:
+        """``_generate`` through agents.backends.decode: shared prompt prefixes encoded once, a lean
+        decode loop; the same choice of tokens (keyed noise or argmax) and the same log-probabilities."""
+        from agents.backends.decode import Decoder
+
+        torch = self.torch
+        eos = self.tokenizer.eos_token_id
+        steps: list[tuple] = []
+
+        def greedy(logits):
+            chosen = logits.argmax(-1)
+            steps.append((chosen, torch.log_softmax(logits, -1).gather(-1, chosen[:, None])[:, 0]))
+            return chosen
+
+        decoder = Decoder(self.model, self.tokenizer.pad_token_id, eos)
+        rows = decoder.generate(prompts, params["max_tokens"], sampler.choose if sampler is not None else greedy)
+        results = []
+        for i, (prompt, new) in enumerate(zip(prompts, rows)):
+            finish = "stop" if eos is not None and new and new[-1] == eos else "length"
+            if sampler is not None:
+                drawn, lp = sampler.row(i, len(new))
+                if drawn != new:
+                    raise BackendError("keyed sampling: the decoder did not follow the drawn tokens")
+            else:
+                lp = [float(s[1][i]) for s in steps[: len(new)]]
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
         return results

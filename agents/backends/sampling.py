@@ -122,6 +122,13 @@ class KeyedSampler:
         return (-torch.stack(rows).log()).to(device=device, dtype=dtype)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        chosen = self.choose(scores)
+        # the greedy step takes the argmax of what is returned: exactly ``chosen``
+        out = torch.full_like(scores, float("-inf"))
+        return out.scatter(-1, chosen[:, None], 0.0)
+
+    def choose(self, scores: torch.Tensor) -> torch.Tensor:
+        """This step's tokens [B] from the logits [B, V] (recorded with their clean log-probabilities)."""
         logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)
         if self.top_p < 1.0:
             keep = nucleus_mask(logp, self.top_p)
@@ -132,9 +139,7 @@ class KeyedSampler:
         if self.eos_token_id is not None:
             self.finished = [f or c == self.eos_token_id for f, c in zip(self.finished, chosen.tolist())]
         self.logprobs.append(logp.gather(-1, chosen[:, None])[:, 0])
-        # the greedy step takes the argmax of what is returned: exactly ``chosen``
-        out = torch.full_like(scores, float("-inf"))
-        return out.scatter(-1, chosen[:, None], 0.0)
+        return chosen
 
     def row(self, i: int, n: int) -> tuple[list[int], list[float]]:
         """Row ``i``'s first ``n`` chosen tokens and their clean log-probabilities."""
