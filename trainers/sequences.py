@@ -162,8 +162,10 @@ def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tens
     sharing would not save enough (then the caller encodes the rows whole). A row may hand over at most
     the tokens before its first scored position (the first policy token's predecessor is in the suffix).
     Only the summation order differs from one pass: log-probs agree to ~1e-6."""
-    from agents.backends.decode import plan_prefixes
+    from agents.backends.decode import cache_kwargs, can_share, output_cache, plan_prefixes
 
+    if not can_share(base):
+        return None
     lengths = attn.sum(-1).tolist()
     if attn.shape[0] < 2 or any(int(attn[i, : lengths[i]].sum()) != lengths[i] for i in range(len(lengths))):
         return None  # not right-padded rows: encode them whole
@@ -193,12 +195,16 @@ def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tens
         suf_mask[i, : len(q) - t] = 1
     pre_ids, pre_mask, index = pre_ids.to(device), pre_mask.to(device), torch.tensor(cluster_of, device=device)
     positions = (pre_mask.cumsum(-1) - 1).masked_fill(pre_mask == 0, 0)
-    cache = base(input_ids=pre_ids, attention_mask=pre_mask, position_ids=positions, use_cache=True).cache
+    cache = output_cache(base(input_ids=pre_ids, attention_mask=pre_mask, position_ids=positions, use_cache=True))
     cache.reorder_cache(index)
     starts = torch.tensor(taken, device=device)
     suf_positions = starts[:, None] + torch.arange(sw, device=device)[None, :]
     full_mask = torch.cat([pre_mask[index], suf_mask.to(device)], dim=1)
     out = base(
-        input_ids=suf_ids.to(device), attention_mask=full_mask, position_ids=suf_positions, cache=cache, use_cache=True
+        input_ids=suf_ids.to(device),
+        attention_mask=full_mask,
+        position_ids=suf_positions,
+        use_cache=True,
+        **cache_kwargs(base, cache),
     )
     return out.last_hidden_state, starts

@@ -23,8 +23,10 @@ perturbed scores lie within that distance (``tests/test_decode.py`` checks both 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -102,11 +104,57 @@ def plan_prefixes(rows: Sequence[Sequence[int]], limits: Sequence[int], *, gain:
     return best
 
 
+_CACHE_KWARG: dict[Any, str | None] = {}
+
+
+def cache_kwarg(module) -> str | None:
+    """The keyword under which this transformers version's ``forward`` takes a key/value cache: ``cache``
+    (5.2x) or ``past_key_values`` (before), or None when it takes neither. Passing the wrong one is
+    silent (it lands in ``**kwargs``), so every cached call here goes through this."""
+    kind = type(module)
+    if kind not in _CACHE_KWARG:
+        params = inspect.signature(kind.forward).parameters
+        _CACHE_KWARG[kind] = next((name for name in ("cache", "past_key_values") if name in params), None)
+    return _CACHE_KWARG[kind]
+
+
+def cache_kwargs(module, cache) -> dict:
+    """``{keyword: cache}`` for ``module``'s forward (see :func:`cache_kwarg`); {} for no cache."""
+    if cache is None:
+        return {}
+    name = cache_kwarg(module)
+    if name is None:
+        raise TypeError(f"{type(module).__name__}.forward takes no key/value cache (transformers version?)")
+    return {name: cache}
+
+
+def output_cache(out):
+    """The key/value cache of a model output, under either version's name."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
+def can_share(module) -> bool:
+    """Whether ``module`` (a transformers decoder) takes a cache that shared-prefix encoding can copy to
+    rows: a known cache keyword, and a DynamicCache with ``reorder_cache``."""
+    try:
+        from transformers.cache_utils import DynamicCache
+    except ImportError:
+        return False
+    return cache_kwarg(module) is not None and hasattr(DynamicCache, "reorder_cache")
+
+
 def supports(model) -> bool:
     """Whether :class:`Decoder` runs ``model``: a plain (not peft-wrapped) Qwen3 causal LM with full
     attention, default rotary embedding and SDPA or eager attention."""
     cfg = getattr(model, "config", None)
     if cfg is None or type(model).__name__ != "Qwen3ForCausalLM":
+        return False
+    try:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: F401
+    except ImportError:
+        return False
+    if not can_share(model) or "logits_to_keep" not in inspect.signature(type(model).forward).parameters:
         return False
     rope = (getattr(cfg, "rope_parameters", None) or {}).get("rope_type", "default")
     layer_types = set(getattr(cfg, "layer_types", None) or ["full_attention"])
@@ -136,10 +184,11 @@ class Decoder:
 
     # -- prefill -----------------------------------------------------------------------------------
     def _forward(self, ids, mask, positions, cache=None):
+        kwargs = cache_kwargs(self.model, cache)
         out = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs
         )
-        return out.logits[:, -1, :].float(), out.cache
+        return out.logits[:, -1, :].float(), output_cache(out)
 
     def prefill(self, prompts: Sequence[Sequence[int]]):
         """Encodes the prompts (shared prefixes once) -> (last logits [B, V], keys and values per layer
