@@ -382,6 +382,48 @@ def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
         gym.make("prover/ALFWorld-v0", **kw, expert=False)
 
 
+def test_object_start_is_recorded_once_and_restored_exactly():
+    """start='object' walks the expert to the object on a task's first reset in the process; later resets
+    of that task (any env instance, e.g. a group's other rollouts) restore the recorded start. What an
+    agent sees from there (observations, infos, rewards, under expert and random moves) is the same as
+    after a fresh walk."""
+    from prover_gym.alfworld import env as alf_env
+
+    kw = dict(
+        split="valid_unseen",
+        task_types=["pick_and_place_simple"],
+        max_receptacles=5,
+        num_distractors=1,
+        max_steps=15,
+        start="object",
+        budget_slack=1,
+    )
+
+    def play(env, task, seed):
+        obs, info = env.reset(options={"task_id": task})
+        seen, rng = [(obs, repr(sorted(info.items(), key=str)))], random.Random(seed)
+        for k in range(12):
+            expert = env.unwrapped.expert_action()
+            action = expert if k % 2 == 0 and expert else rng.choice(info["admissible_actions"])
+            obs, reward, term, trunc, info = env.step(action)
+            seen.append((action, obs, reward, term, trunc, repr(sorted(info.items(), key=str))))
+            if term or trunc:
+                break
+        return seen
+
+    first = gym.make("prover/ALFWorld-v0", **kw)
+    tasks = first.unwrapped.task_ids()[:3]
+    for i, task in enumerate(tasks):
+        alf_env._STARTS.clear()
+        walked = play(first, task, i)  # walks, and records the start
+        assert any(k[2] == task for k in alf_env._STARTS)
+        other = gym.make("prover/ALFWorld-v0", **kw)
+        assert play(other, task, i) == walked  # restores it in another engine
+        assert play(first, task, i) == walked  # and in the engine that recorded it
+        other.close()
+    first.close()
+
+
 FIXTURE_211 = Path(__file__).resolve().parent / "fixtures" / "alfworld_json_2.1.1"
 
 # alfworld's scripts/patch_tw-pddl.py (patch_twpddl, minus its backup file), copied as the reference the

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,6 +34,14 @@ class AlfState(NamedTuple):
 # task types whose goal needs a transform on the way (heat, cool, clean): their pivot is where the object goes first
 PIVOT_TASK_TYPES = ("pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_clean_then_place_in_recep")
 _TASK_MARK = "Your task is to: "
+
+
+# (env fingerprint, game path, task id) -> (the engine's state at the start, its feedback, the command that
+# takes the goal object, the expert's budget from there): start="object" replays the expert's moves at
+# every reset, ~3 ms a move; a group's rollouts, its verification and every later visit of a task in this
+# process restore the recorded start instead (an exact restore: the snapshot contract).
+_STARTS: OrderedDict[tuple[str, str, str], tuple[Any, str, str | None, int]] = OrderedDict()
+_STARTS_MAX = 4096
 
 
 def _inadmissible(command: str) -> str:
@@ -221,12 +230,31 @@ class ALFWorldEnv(TextEnv):
         return self._fingerprint
 
     def _load_task(self, task_id: str) -> str:
-        self._enter(task_id)
+        path = self._enter(task_id)
         self.engine.reset()
         if self.start == "room":
             return self.engine.feedback()
-        feedback = self.engine.feedback()
         self._taken_at = None
+        key = (self._fingerprint, str(path), task_id)
+        memo = _STARTS.get(key)
+        if memo is not None:
+            _STARTS.move_to_end(key)
+            state, feedback, take, budget = memo
+            self.engine.restore(state)
+            if take is not None:
+                self._takes[task_id] = take
+            self._budgets[task_id] = budget
+            return feedback
+        feedback = self._walk_to_start(task_id)
+        _STARTS[key] = (self.engine.snapshot(), feedback, self._takes.get(task_id), self._budgets[task_id])
+        while len(_STARTS) > _STARTS_MAX:
+            _STARTS.popitem(last=False)
+        return feedback
+
+    def _walk_to_start(self, task_id: str) -> str:
+        """start="object": the expert's moves from the loaded game's first state to just before it takes the
+        goal object (and, on a task's first visit, the length of its plan from there: the budget)."""
+        feedback = self.engine.feedback()
         for _ in range(self.max_steps):  # the expert's moves until its next command takes the object
             plan = self.engine.expert_plan()
             if not plan or plan[0].startswith("take "):
