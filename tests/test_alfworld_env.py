@@ -334,6 +334,17 @@ def test_a_missing_split_is_an_error_not_every_game_of_the_folder(tmp_path):
     assert len(official_games(root, "valid_train")) == 8
 
 
+# the default preset's ALFWorld setting, on the unseen split: the episode opens where the goal object is
+OBJECT_START = dict(
+    split="valid_unseen",
+    task_types=["pick_and_place_simple"],
+    max_receptacles=5,
+    num_distractors=1,
+    max_steps=15,
+    start="object",
+)
+
+
 def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
     """start='object' opens where the goal object is (the expert's moves there are played at reset), and
     budget_slack=0 allows exactly the expert's remaining steps: the expert wins, a wrong take or detour
@@ -341,14 +352,7 @@ def test_object_start_with_a_tight_budget_makes_every_command_pivotal():
     from agents.baselines import ExpertPolicy
     from agents.rollout import rollout
 
-    kw = dict(
-        split="valid_unseen",
-        task_types=["pick_and_place_simple"],
-        max_receptacles=5,
-        num_distractors=1,
-        max_steps=15,
-        start="object",
-    )
+    kw = OBJECT_START
     env = gym.make("prover/ALFWorld-v0", **kw, budget_slack=0)
     obs, info = env.reset(seed=0)
     assert obs.startswith(("You arrive at", "You open")) and info["step"] == 0
@@ -389,15 +393,7 @@ def test_object_start_is_recorded_once_and_restored_exactly():
     after a fresh walk."""
     from prover_gym.alfworld import env as alf_env
 
-    kw = dict(
-        split="valid_unseen",
-        task_types=["pick_and_place_simple"],
-        max_receptacles=5,
-        num_distractors=1,
-        max_steps=15,
-        start="object",
-        budget_slack=1,
-    )
+    kw = {**OBJECT_START, "budget_slack": 1}
 
     def play(env, task, seed):
         obs, info = env.reset(options={"task_id": task})
