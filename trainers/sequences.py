@@ -162,7 +162,14 @@ def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tens
     sharing would not save enough (then the caller encodes the rows whole). A row may hand over at most
     the tokens before its first scored position (the first policy token's predecessor is in the suffix).
     Only the summation order differs from one pass: log-probs agree to ~1e-6."""
-    from agents.backends.decode import cache_kwargs, can_share, output_cache, plan_prefixes
+    from agents.backends.decode import (
+        cache_kwargs,
+        can_share,
+        output_cache,
+        padded_positions,
+        plan_prefixes,
+        stack_prefixes,
+    )
 
     if not can_share(base):
         return None
@@ -177,16 +184,7 @@ def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tens
     device = ids.device
     pad = 0  # padding's value is never read (masked)
     n = len(seqs)
-    pw = max(c.length for c in clusters)
-    pre_ids = torch.full((len(clusters), pw), pad, dtype=torch.long)
-    pre_mask = torch.zeros((len(clusters), pw), dtype=torch.long)
-    cluster_of, taken = [0] * n, [0] * n
-    for k, c in enumerate(clusters):
-        if c.length:
-            pre_ids[k, pw - c.length :] = torch.tensor(seqs[c.rows[0]][: c.length])
-            pre_mask[k, pw - c.length :] = 1
-        for r in c.rows:
-            cluster_of[r], taken[r] = k, c.length
+    pre_ids, pre_mask, cluster_of, taken = stack_prefixes(seqs, clusters, pad)
     sw = max(len(q) - t for q, t in zip(seqs, taken))
     suf_ids = torch.full((n, sw), pad, dtype=torch.long)
     suf_mask = torch.zeros((n, sw), dtype=torch.long)
@@ -194,7 +192,7 @@ def _shared_hidden(base, ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tens
         suf_ids[i, : len(q) - t] = torch.tensor(q[t:])
         suf_mask[i, : len(q) - t] = 1
     pre_ids, pre_mask, index = pre_ids.to(device), pre_mask.to(device), torch.tensor(cluster_of, device=device)
-    positions = (pre_mask.cumsum(-1) - 1).masked_fill(pre_mask == 0, 0)
+    positions = padded_positions(pre_mask)
     cache = output_cache(base(input_ids=pre_ids, attention_mask=pre_mask, position_ids=positions, use_cache=True))
     cache.reorder_cache(index)
     starts = torch.tensor(taken, device=device)

@@ -204,19 +204,10 @@ class Decoder:
                 ids[i, width - len(p) :] = torch.tensor(list(p))
                 mask[i, width - len(p) :] = 1
             ids, mask = ids.to(device), mask.to(device)
-            logits, cache = self._forward(ids, mask, _positions(mask))
+            logits, cache = self._forward(ids, mask, padded_positions(mask))
             return logits, cache, mask
-        # the clusters' prefixes, left-padded to the longest
-        pw = max(c.length for c in clusters)
-        pre_ids = torch.full((len(clusters), pw), self.pad_id, dtype=torch.long)
-        pre_mask = torch.zeros((len(clusters), pw), dtype=torch.long)
-        cluster_of, taken = [0] * n, [0] * n
-        for k, c in enumerate(clusters):
-            if c.length:
-                pre_ids[k, pw - c.length :] = torch.tensor(list(prompts[c.rows[0]][: c.length]))
-                pre_mask[k, pw - c.length :] = 1
-            for r in c.rows:
-                cluster_of[r], taken[r] = k, c.length
+        pre_ids, pre_mask, cluster_of, taken = stack_prefixes(prompts, clusters, self.pad_id)
+        pw = pre_ids.shape[1]
         # each row: its cluster's prefix, then its own suffix left-padded to the longest suffix
         sw = max(len(p) - t for p, t in zip(prompts, taken))
         index = torch.tensor(cluster_of)
@@ -227,10 +218,10 @@ class Decoder:
             suf_ids[i, sw - len(s) :] = torch.tensor(s)
             suf_mask[i, sw - len(s) :] = 1
         pre_ids, pre_mask = pre_ids.to(device), pre_mask.to(device)
-        _, cache = self._forward(pre_ids, pre_mask, _positions(pre_mask))
+        _, cache = self._forward(pre_ids, pre_mask, padded_positions(pre_mask))
         cache.reorder_cache(index.to(device))  # each row gets its cluster's keys and values
         mask = torch.cat([pre_mask[index.to(device)], suf_mask.to(device)], dim=1)
-        positions = _positions(mask)[:, pw:]
+        positions = padded_positions(mask)[:, pw:]
         logits, cache = self._forward(suf_ids.to(device), mask, positions, cache)
         return logits, cache, mask
 
@@ -307,7 +298,25 @@ class Decoder:
         return self.head(self.base.norm(hidden))[:, -1, :].float()
 
 
-def _positions(mask: torch.Tensor) -> torch.Tensor:
+def stack_prefixes(
+    rows: Sequence[Sequence[int]], clusters: list[Cluster], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int]]:
+    """The clusters' prefixes as one left-padded batch: (ids [C, W], mask [C, W], each row's cluster,
+    each row's prefix length)."""
+    width = max(c.length for c in clusters)
+    ids = torch.full((len(clusters), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(clusters), width), dtype=torch.long)
+    cluster_of, taken = [0] * len(rows), [0] * len(rows)
+    for k, c in enumerate(clusters):
+        if c.length:
+            ids[k, width - c.length :] = torch.tensor(list(rows[c.rows[0]][: c.length]))
+            mask[k, width - c.length :] = 1
+        for r in c.rows:
+            cluster_of[r], taken[r] = k, c.length
+    return ids, mask, cluster_of, taken
+
+
+def padded_positions(mask: torch.Tensor) -> torch.Tensor:
     """generate()'s position ids: the count of real tokens before each one (padding gets 0)."""
     return (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
 

@@ -135,19 +135,27 @@ class HFBackend(LocalChatBackend):
             )
             if greedy:  # log-probs of the greedy tokens under the model's distribution
                 logps = self.model.compute_transition_scores(gen.sequences, gen.scores, normalize_logits=True)
-        width = batch["input_ids"].shape[1]
+        width, eos = batch["input_ids"].shape[1], self.tokenizer.eos_token_id
+        rows = []
+        for row in gen.sequences[:, width:].tolist():
+            rows.append(row[: row.index(eos) + 1] if eos in row else row)
+        return self._completions(
+            prompts, rows, sampler, lambda i, n: logps[i].tolist()[:n] if greedy else [], "generate()"
+        )
+
+    def _completions(self, prompts, rows, sampler, greedy_logprobs, engine: str) -> list[Completion]:
+        """One Completion per row of new tokens (cut after eos): the keyed sampler's recorded log-probs
+        (checking that ``engine`` took the drawn tokens), else ``greedy_logprobs(row, n)``."""
+        eos = self.tokenizer.eos_token_id
         results = []
-        for row, prompt in enumerate(prompts):
-            new = gen.sequences[row, width:].tolist()
-            finish = "length"
-            if self.tokenizer.eos_token_id in new:
-                new, finish = new[: new.index(self.tokenizer.eos_token_id) + 1], "stop"
+        for i, (prompt, new) in enumerate(zip(prompts, rows)):
+            finish = "stop" if eos is not None and new and new[-1] == eos else "length"
             if sampler is not None:
-                drawn, lp = sampler.row(row, len(new))
-                if drawn != new:  # generate() took another token than the one drawn (it never should)
-                    raise BackendError("keyed sampling: generate() did not follow the drawn tokens")
+                drawn, lp = sampler.row(i, len(new))
+                if drawn != new:  # the engine took another token than the one drawn (it never should)
+                    raise BackendError(f"keyed sampling: {engine} did not follow the drawn tokens")
             else:
-                lp = logps[row].tolist()[: len(new)]
+                lp = greedy_logprobs(i, len(new))
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
         return results
@@ -168,15 +176,6 @@ class HFBackend(LocalChatBackend):
 
         decoder = Decoder(self.model, self.tokenizer.pad_token_id, eos)
         rows = decoder.generate(prompts, params["max_tokens"], sampler.choose if sampler is not None else greedy)
-        results = []
-        for i, (prompt, new) in enumerate(zip(prompts, rows)):
-            finish = "stop" if eos is not None and new and new[-1] == eos else "length"
-            if sampler is not None:
-                drawn, lp = sampler.row(i, len(new))
-                if drawn != new:
-                    raise BackendError("keyed sampling: the decoder did not follow the drawn tokens")
-            else:
-                lp = [float(s[1][i]) for s in steps[: len(new)]]
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
-            results.append(Completion(text, finish, len(prompt), len(new), None, new, lp, list(prompt)))
-        return results
+        return self._completions(
+            prompts, rows, sampler, lambda i, n: [float(s[1][i]) for s in steps[:n]], "the decoder"
+        )
