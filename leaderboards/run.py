@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -92,10 +93,39 @@ def load_preset(name_or_path: str, check: bool = True) -> dict:
     preset.setdefault("backend", "hf")
     preset.setdefault("variants", {})
     preset = _resolve_models(_expand(preset, path))
+    _fill_from_bases(preset, path)
     preset["_path"] = str(path)
     if check:
         check_preset(preset)
     return preset
+
+
+def _fill_from_bases(preset: dict, path: Path) -> None:
+    """An env block that names a shipped ``base`` takes the setting that base was built for from its recipe
+    (trainers.bases.RECIPES, the one home of the env settings): ``env_id``, ``train_kwargs``, ``eval_kwargs``
+    and ``format`` where the block leaves them out. Values the block gives stay (shipped_base() refuses a
+    train setting or format that is not the base's; another eval split is allowed)."""
+    from trainers.bases import RECIPES
+
+    envs = preset.get("envs")
+    if not isinstance(envs, dict):
+        return
+    for env_name, block in envs.items():
+        if not isinstance(block, dict) or not isinstance(block.get("base"), str):
+            continue
+        name = block["base"]
+        if name not in RECIPES:
+            from prover_gym.checks import did_you_mean
+
+            raise PresetError(
+                f"{path}: envs.{env_name}.base = {name!r} is not a base recipe{did_you_mean(name, RECIPES)}; "
+                f"use one of {sorted(RECIPES)} (trainers/bases.py)"
+            )
+        recipe = RECIPES[name]
+        for key in ("env_id", "train_kwargs", "eval_kwargs"):
+            block.setdefault(key, copy.deepcopy(recipe[key]))
+        if recipe.get("format"):  # an absent format is {}: left out, so the block's hash stays the same
+            block.setdefault("format", copy.deepcopy(recipe["format"]))
 
 
 def _resolve_models(preset: dict) -> dict:

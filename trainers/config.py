@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -237,18 +238,79 @@ def _set(tree: dict, dotted: str, value) -> None:
     tree[keys[-1]] = value
 
 
+def _merge(base: dict, top: dict) -> dict:
+    """``top`` over ``base``; mappings merged key by key (a part's ``env_kwargs`` extended, not replaced)."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def parts_dirs(path: Path | None = None) -> list[Path]:
+    """Where a config's ``defaults`` entries are looked up: ``parts/`` beside the file, then the shipped
+    ``configs/train/parts/`` (env settings, model budgets: one home for each)."""
+    from prover_gym.resources import shipped
+
+    dirs = [path.parent / "parts"] if path is not None else []
+    shipped_parts = shipped("configs") / "train" / "parts"
+    return [*dirs, shipped_parts] if shipped_parts not in dirs else dirs
+
+
+def _compose(data: dict, where: Path | None, seen: tuple[str, ...] = ()) -> dict:
+    """A config with ``defaults: [env/<setting>, model/<budget>, ...]``: the parts merged in order, then
+    the config's own keys over them (Hydra's order with ``_self_`` last). Parts may list defaults too."""
+    if not isinstance(data, dict):
+        raise ValueError(f"config {where}: expected a mapping of keys to values, got {type(data).__name__}")
+    names = data.get("defaults") or []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"defaults={names!r} in {where}: expected a list of part names such as [env/searchqa_cpu]")
+    merged: dict = {}
+    for name in names:
+        if name in seen:
+            raise ValueError(f"defaults: {' -> '.join((*seen, name))} is a cycle")
+        dirs = parts_dirs(where)
+        found = next((d / f"{name}.yaml" for d in dirs if (d / f"{name}.yaml").is_file()), None)
+        if found is None:
+            known = sorted({str(p.relative_to(d))[: -len(".yaml")] for d in dirs for p in d.glob("*/*.yaml")})
+            from prover_gym.checks import did_you_mean
+
+            raise ValueError(
+                f"defaults entry {name!r} of {where or 'the overrides'} is not a part{did_you_mean(name, known)}; "
+                f"parts: {', '.join(known) or 'none'} (looked in {', '.join(str(d) for d in dirs)})"
+            )
+        part = yaml.safe_load(found.read_text()) or {}
+        merged = _merge(merged, _compose(part, found, (*seen, name)))
+    return _merge(merged, {k: v for k, v in data.items() if k != "defaults"})
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    """A YAML file (or nothing) plus ``key=value`` overrides (values parsed as YAML, keys dotted)."""
+    """A YAML file (or nothing) plus ``key=value`` overrides (values parsed as YAML, keys dotted).
+
+    A file may compose parts: ``defaults: [env/alfworld_cpu, model/tiny]`` merges
+    ``configs/train/parts/env/alfworld_cpu.yaml`` then ``.../model/tiny.yaml``, then the file's own keys;
+    a ``defaults=[...]`` override replaces the file's list."""
     data: dict = {}
+    where: Path | None = None
     if path is not None:
         from prover_gym.resources import config_path
 
-        data = yaml.safe_load(config_path(path, "train").read_text()) or {}
+        where = config_path(path, "train")
+        data = yaml.safe_load(where.read_text()) or {}
+    pairs = []
     for item in overrides or []:
         if "=" not in item:
             raise ValueError(f"override {item!r} must look like key=value (dotted keys for nested fields)")
         key, raw = item.split("=", 1)
-        _set(data, key.strip(), yaml.safe_load(raw))
+        pairs.append((key.strip(), yaml.safe_load(raw)))
+    for key, value in pairs:
+        if key == "defaults":
+            data = {**data, "defaults": value}
+    data = _compose(data, where)
+    for key, value in pairs:
+        if key != "defaults":
+            _set(data, key, value)
     known = {f.name: f for f in fields(TrainConfig)}
     unknown = sorted(set(data) - set(known))
     if unknown:
@@ -290,3 +352,47 @@ def _coerce(key: str, kind: Any, value):
         except ValueError:
             raise ValueError(f"{key}={value!r}: expected an integer") from None
     return value
+
+
+def _default_text(f) -> str:
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+
+def field_help(width: int = 100) -> str:
+    """Every TrainConfig field as ``name (type, default): help``, for ``python -m trainers.train --help``."""
+    import textwrap
+
+    lines = ["config keys (give them as key=value overrides, or in a YAML config):"]
+    for f in fields(TrainConfig):
+        head = f"  {f.name} ({f.type}, default {_default_text(f)})"
+        lines.append(head)
+        lines += textwrap.wrap(f.metadata.get("help", ""), width, initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
+def reference_markdown() -> str:
+    """docs/config-reference.md: the same field docs as a table (``python -m trainers.config`` writes it)."""
+    rows = [
+        "# Train config reference",
+        "",
+        "Generated from `trainers.config.TrainConfig` by `python -m trainers.config > docs/config-reference.md`",
+        "(a test checks it is current). Keys go in a YAML config or as `key=value` overrides (dotted for",
+        "nested fields: `judge.kind=oracle`, `env_kwargs.max_turns=2`). A config may compose parts:",
+        "`defaults: [env/alfworld_cpu, model/tiny]` merges `configs/train/parts/env/alfworld_cpu.yaml`, then",
+        "`parts/model/tiny.yaml`, then the file's own keys (mappings merged key by key); `parts/` beside a",
+        "config of your own is searched first, then the shipped parts. `python -m trainers.train --config X",
+        "--print-config` shows what a config resolves to.",
+        "",
+        "| key | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for f in fields(TrainConfig):
+        text = f.metadata.get("help", "").replace("|", "\\|")
+        kind = str(f.type).replace("|", "\\|")
+        rows.append(f"| `{f.name}` | `{kind}` | `{_default_text(f)}` | {text} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 
 from trainers import checkpoint, methods
 from trainers.config import TrainConfig, load_config
@@ -645,8 +646,15 @@ def _with_lora(model, spec: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m trainers.train", description=__doc__.split("\n\n")[0])
     from prover_gym.resources import shipped_configs
+    from trainers.config import field_help
+
+    ap = argparse.ArgumentParser(
+        prog="python -m trainers.train",
+        description=__doc__.split("\n\n")[0],
+        epilog=field_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
     ap.add_argument(
         "--config",
@@ -655,9 +663,15 @@ def main(argv: list[str] | None = None) -> int:
         + " (default: none, the trainer's defaults plus the overrides)",
     )
     ap.add_argument("--resume", action="store_true", help="continue from out_dir/checkpoint")
+    ap.add_argument(
+        "--print-config", action="store_true", help="print the resolved config (parts, file, overrides) and exit"
+    )
     ap.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. method=prover judge.kind=oracle")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
+    if args.print_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return 0
     trainer = Trainer(cfg, resume=args.resume)
     for row in trainer.run():
         if trainer.dist.is_main:
