@@ -12,8 +12,9 @@ Same loop for every method; only the advantages differ (the registry in trainers
 - ``prover_random``: the same verification of a random segment of a random trajectory on the judge's
   side (won by default: the placebo differs from ``prover`` only in where the segment is);
 - ``prover_unverified``: the judge's segment credited with A_seg = 1, no continuations.
-Where each part lives: checkpoints ``trainers/checkpoint.py``, SFT ``trainers/sft.py``, rollouts
-``Trainer.collect``, advantages ``trainers/credit.py``, the learner step ``trainers/learner.py``.
+An iteration (``Trainer.step``) is four stages, each a method: ``collect`` (rollouts) -> ``advantages``
+(credit: ``trainers/credit.py``) -> ``learn`` (``trainers/learner.py``) -> ``summarize`` / ``metrics`` /
+``record`` (one row, gathered over ranks). Checkpoints: ``trainers/checkpoint.py``; SFT: ``trainers/sft.py``.
 Metrics go to ``out_dir/metrics.jsonl`` (names in ``METRICS`` and docs/training.md).
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import random
@@ -113,6 +115,46 @@ METRICS = (
 )
 TASK_GROUP_KEYS = ("task_type", "data_source")
 RANK_SEED_STRIDE = 1_000_003  # rank r samples with seed + r * this (rank 0: the single-process stream)
+
+
+class StageClock:
+    """Wall time and the rollout profiler's counters (agents.rollout.PROFILE) at each stage boundary of an
+    iteration, and the judge's token counts at its start."""
+
+    def __init__(self, judge_stats: dict | None = None):
+        from agents.rollout import PROFILE
+
+        self._profile = PROFILE
+        self.t0 = time.time()
+        self.judge_before = dict(judge_stats or {})
+        self.marks: list[tuple[str, float, dict]] = [("start", self.t0, dict(PROFILE))]
+
+    def mark(self, stage: str) -> None:
+        self.marks.append((stage, time.time(), dict(self._profile)))
+
+    def seconds(self, k: int) -> float:
+        """Seconds of the k-th stage (0 = the first marked)."""
+        return round(self.marks[k + 1][1] - self.marks[k][1], 3)
+
+    def profile_spent(self, k: int, key: str) -> float:
+        """Seconds the k-th stage spent on ``key`` (generate / env) by the profiler."""
+        before, after = self.marks[k][2], self.marks[k + 1][2]
+        return round(after.get(key, 0.0) - before.get(key, 0.0), 3)
+
+
+@dataclasses.dataclass
+class IterationSummary:
+    """One iteration's outcomes and costs, per rank or gathered over ranks (Trainer.summarize)."""
+
+    outcomes: list  # (reward, won, task group) per episode
+    steps: int
+    tokens: int
+    digest: str  # of the sampled token ids: the same rollouts give the same digest
+    credit: Any  # trainers.credit.CreditStats
+    policy_failures: int
+    timing: dict
+    cost: dict
+    tasks: int
 
 
 class Trainer:
@@ -417,38 +459,43 @@ class Trainer:
         return logs
 
     def step(self) -> dict:
-        from agents.rollout import PROFILE
-
+        """One iteration in four rooms: collect (rollouts) -> credit (advantages, ProVer's verification) ->
+        learn (the update) -> metrics (one row, gathered over ranks, written by the main rank)."""
         start_probe = {}
         if self.cfg.probe_kwargs and self.iteration == 0:  # the policy RL starts from, before any rollout or update
             start_probe["probe/success_start"] = self.probe()
-        t0 = time.time()
-        p0 = dict(PROFILE)
-        judge_before = dict(getattr(self.judge, "stats", None) or {})
+        clock = StageClock(getattr(self.judge, "stats", None))
         groups = self.collect()
-        p1, t1 = dict(PROFILE), time.time()
-        trajectories = [t for g in groups for t in g]
+        clock.mark("collect")
         advantages, credit = self.advantages(groups)
-        p2, t2 = dict(PROFILE), time.time()
-        logs = self.learn(trajectories, advantages, [self.group_ids[k] for k, g in enumerate(groups) for _ in g])
-        t3 = time.time()
+        clock.mark("credit")
+        logs = self.learn(
+            [t for g in groups for t in g], advantages, [self.group_ids[k] for k, g in enumerate(groups) for _ in g]
+        )
+        clock.mark("learn")
+        summary = self.summarize(groups, credit, clock)
+        self.iteration += 1
+        row = self.metrics(summary, logs, start_probe, clock)
+        if self.dist.is_main:
+            self.record(row, summary.credit)
+        return row
 
-        def spent(a, b, key):
-            return round(b.get(key, 0.0) - a.get(key, 0.0), 3)
-
-        # where the iteration's time went: rollouts (generation / env), credit (judge + verification
-        # continuations, their generation / env), the learner's update
+    def summarize(self, groups, credit, clock: StageClock) -> IterationSummary:
+        """What the iteration did, over all ranks: outcomes, steps, tokens, a digest of the sampled tokens,
+        the credit, where the time went (rollouts: generation / env; credit: judge + continuations, their
+        generation / env; the learner's update; the slowest rank's) and what was generated and encoded."""
+        trajectories = [t for g in groups for t in g]
         timing = {
-            "time/rollout_generate": spent(p0, p1, "generate"),
-            "time/rollout_env": spent(p0, p1, "env"),
-            "time/credit": round(t2 - t1, 3),
-            "time/credit_generate": spent(p1, p2, "generate"),
-            "time/credit_env": spent(p1, p2, "env"),
-            "time/learn": round(t3 - t2, 3),
+            "time/rollout_generate": clock.profile_spent(0, "generate"),
+            "time/rollout_env": clock.profile_spent(0, "env"),
+            "time/credit": clock.seconds(1),
+            "time/credit_generate": clock.profile_spent(1, "generate"),
+            "time/credit_env": clock.profile_spent(1, "env"),
+            "time/learn": clock.seconds(2),
         }
-        steps = sum(len(t.turns) for t in trajectories)
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         judge_now = getattr(self.judge, "stats", None) or {}
+        judge_before = clock.judge_before
         cost = {  # what the iteration generated and encoded, by who asked (summed over ranks below)
             "cost/rollout_tokens": tokens,
             "cost/rollout_prompt_tokens": sum(len(u.prompt_token_ids or []) for t in trajectories for u in t.turns),
@@ -457,49 +504,67 @@ class Trainer:
             "cost/judge_tokens": judge_now.get("completion_tokens", 0) - judge_before.get("completion_tokens", 0),
             "cost/judge_prompt_tokens": judge_now.get("prompt_tokens", 0) - judge_before.get("prompt_tokens", 0),
         }
-        digest = hashlib.sha256(
-            json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()
-        ).hexdigest()[:16]
-        outcomes = [(t.total_reward, t.won, _task_group(t)) for t in trajectories]
-        policy_failures = (getattr(self.policy, "stats", None) or {}).get("failures", 0)
-        if self.dist.enabled:  # the iteration over all ranks (times: the slowest rank's)
-            parts = self.dist.gather((outcomes, steps, tokens, digest, credit, policy_failures, timing, cost))
-            outcomes = [o for p in parts for o in p[0]]
-            cost = {k: sum(p[7][k] for p in parts) for k in cost}
-            steps, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
-            digest = hashlib.sha256(json.dumps([p[3] for p in parts]).encode()).hexdigest()[:16]
-            credit = merge_credit([p[4] for p in parts])
-            policy_failures = sum(p[5] for p in parts)
-            timing = {k: max(p[6][k] for p in parts) for k in timing}
+        out = IterationSummary(
+            outcomes=[(t.total_reward, t.won, _task_group(t)) for t in trajectories],
+            steps=sum(len(t.turns) for t in trajectories),
+            tokens=tokens,
+            digest=hashlib.sha256(
+                json.dumps([[turn.token_ids for turn in t.turns] for t in trajectories]).encode()
+            ).hexdigest()[:16],
+            credit=credit,
+            policy_failures=(getattr(self.policy, "stats", None) or {}).get("failures", 0),
+            timing=timing,
+            cost=cost,
+            tasks=len(groups),
+        )
+        if not self.dist.enabled:
+            return out
+        parts: list[IterationSummary] = self.dist.gather(out)  # the iteration over all ranks
+        return IterationSummary(
+            outcomes=[o for p in parts for o in p.outcomes],
+            steps=sum(p.steps for p in parts),
+            tokens=sum(p.tokens for p in parts),
+            digest=hashlib.sha256(json.dumps([p.digest for p in parts]).encode()).hexdigest()[:16],
+            credit=merge_credit([p.credit for p in parts]),
+            policy_failures=sum(p.policy_failures for p in parts),
+            timing={k: max(p.timing[k] for p in parts) for k in timing},
+            cost={k: sum(p.cost[k] for p in parts) for k in cost},
+            tasks=sum(len(p.outcomes) for p in parts) // self.cfg.group_size,
+        )
+
+    def metrics(self, summary: IterationSummary, logs: dict, start_probe: dict, clock: StageClock) -> dict:
+        """The iteration's metrics.jsonl row (names in docs/training.md); the held-out probe runs here when
+        one is due (after the update)."""
         probe, t4 = dict(start_probe), time.time()
-        self.iteration += 1
+        timing = dict(summary.timing)
         if self.cfg.probe_kwargs and (
             self.iteration % self.cfg.probe_every == 0 or self.iteration == self.cfg.iterations
         ):
             probe["probe/success"] = self.probe()
         if probe:
-            timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before t0)
+            timing["time/probe"] = round(time.time() - t4, 3)  # the start probe is not in it (before the clock)
+        outcomes, credit, cost = summary.outcomes, summary.credit, summary.cost
         row = {
             "iteration": self.iteration,
             **probe,
             "reward": sum(o[0] for o in outcomes) / len(outcomes),
             "success": sum(o[1] for o in outcomes) / len(outcomes),
             **logs,
-            "env_steps": steps,
-            "tokens": tokens,
+            "env_steps": summary.steps,
+            "tokens": summary.tokens,
             **credit.metrics(),
-            "prover/extra_tokens_ratio": credit.extra_tokens / max(tokens, 1),
-            "prover/extra_env_steps_ratio": credit.extra_env_steps / max(steps, 1),
+            "prover/extra_tokens_ratio": credit.extra_tokens / max(summary.tokens, 1),
+            "prover/extra_env_steps_ratio": credit.extra_env_steps / max(summary.steps, 1),
             **cost,
             "cost/generated_tokens": cost["cost/rollout_tokens"]
             + cost["cost/credit_tokens"]
             + cost["cost/judge_tokens"],
             "cost/total_tokens": sum(cost.values()),
-            "tasks": len(groups) if not self.dist.enabled else len(outcomes) // self.cfg.group_size,
+            "tasks": summary.tasks,
             **success_by_group(outcomes),
             **timing,
-            "rollout_digest": digest,
-            "seconds": round(time.time() - t0, 3),
+            "rollout_digest": summary.digest,
+            "seconds": round(time.time() - clock.t0, 3),
         }
         # an LLM judge's cumulative call / failure counts: a down or misbehaving judge server costs
         # ProVer its proposals (the group falls back to GRPO) but never stops training
@@ -507,9 +572,11 @@ class Trainer:
         if self.dist.enabled:
             judge_stats = {k: sum(s.get(k, 0) for s in self.dist.gather(judge_stats)) for k in judge_stats}
         row.update({f"judge/{k}": v for k, v in judge_stats.items()})
-        row["policy/failures"] = policy_failures
-        if not self.dist.is_main:
-            return row
+        row["policy/failures"] = summary.policy_failures
+        return row
+
+    def record(self, row: dict, credit) -> None:
+        """The row to metrics.jsonl and the extra sinks, the judged segments to credit.jsonl (main rank)."""
         with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         if credit.records:  # where the credit went: one line per judged segment (trainers/credit_record.py)
@@ -517,7 +584,6 @@ class Trainer:
                 fh.writelines(json.dumps(r) + "\n" for r in credit.records)
         for sink in self.sinks():
             sink.log(row, self.iteration)
-        return row
 
     def probe(self) -> float:
         """Greedy success on the first ``probe_tasks`` tasks of the held-out ``probe_kwargs`` split: a
