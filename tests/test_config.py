@@ -93,10 +93,14 @@ def test_print_config_shows_the_composed_values(capsys):
     assert shown == expected
 
 
-def test_every_preset_resolves_to_its_recorded_values():
+def test_every_preset_resolves_to_its_recorded_values(monkeypatch):
     """The presets' env blocks name their base and take its setting from trainers.bases.RECIPES (one home);
     each preset resolves as it did when the blocks repeated the setting (same cell and eval hashes)."""
     from leaderboards.run import PRESETS, config_hash, load_preset
+
+    # recorded with the data variables unset (importing the ALFWorld engine sets ALFWORLD_DATA to its cache)
+    for var in ("ALFWORLD_DATA", "WEBSHOP_DATA", "SEARCHQA_DATA"):
+        monkeypatch.delenv(var, raising=False)
 
     root = str(Path(__file__).resolve().parents[1])
     recorded = json.loads((FIXTURE.parent / "resolved_presets.json").read_text())
