@@ -14,6 +14,10 @@ each evaluated on the same eval tasks. Methods are compared paired by training s
 live in `<out>/results.sqlite` and trained checkpoints under `<out>/runs/`, keyed by a hash of their
 config, so a re-run (or a run after a crash) only does what is missing. Tables and plots:
 `<out>/leaderboard.{md,csv,json,html}` and `<out>/*.png`; `<out>` is ./prover-gym-results unless --out.
+
+A run is ``make_plan`` (the preset checked whole, every cell and its row key; ``--dry-run`` prints it and
+stops) -> ``execute`` (servers, judge precision, the cells on worker processes) -> ``Recorder`` (each row
+stored as its cell comes back) -> ``write_reports``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -187,6 +192,7 @@ class _Unset(str):
 
 
 def config_hash(obj) -> str:
+    """A short stable hash of ``obj`` (JSON with sorted keys): the identity of a row, checkpoint or measurement."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -203,6 +209,8 @@ def git_commit() -> str | None:
 
 # ---- evaluation --------------------------------------------------------------------------------
 def eval_tasks(env_id: str, env_kwargs: dict, episodes: int, seed: int) -> list[str]:
+    """The eval tasks of a seed: ``episodes`` of the split's tasks drawn with that seed's own stream (all of them when
+    ``episodes`` is 0 or more than the split has); the same for every method."""
     import gymnasium as gym
 
     env = gym.make(env_id, **env_kwargs)
@@ -605,6 +613,8 @@ def _known_methods(preset: dict) -> list[str]:
 
 
 def plan_methods(preset: dict, args) -> list[str]:
+    """The methods a run trains or evaluates (the preset's or ``--methods``, plus its ablations with ``--ablations``),
+    each checked; grpo_matched needs its reference method or a fixed ratio."""
     names = list(args.methods or preset["methods"])
     if args.ablations:
         names += [m for m in preset.get("ablations", []) if m not in names]
@@ -625,10 +635,25 @@ def plan_methods(preset: dict, args) -> list[str]:
     return names
 
 
-def run(args) -> Path:
-    from leaderboards.db import ResultsDB
-    from leaderboards.report import write_reports
+@dataclasses.dataclass
+class Plan:
+    """What a run will do, decided before anything runs (``--dry-run`` prints it): the checked preset, the
+    judge, the envs and seeds, and the cells to run (and those ``out`` already has)."""
 
+    preset: dict
+    judge: dict
+    envs: list[str]
+    seeds: list[int]
+    out: Path
+    cells: list[Cell]
+    reused: list[tuple[str, int, str]]  # (env, seed, method) rows already in out's results
+    eval_only: bool = False
+    jobs: int = 1
+
+
+def make_plan(args, db=None) -> Plan:
+    """The preset (checked whole with the command line's choices), and every (env, seed, method) cell with
+    its row key: a cell whose key ``db`` already holds is reused, the others are to run."""
     preset = load_preset(args.preset, check=False)
     envs = list(args.envs or (preset["envs"] if isinstance(preset["envs"], dict) else []))
     judge = preset["judge"]
@@ -656,106 +681,118 @@ def run(args) -> Path:
     # one pass over everything this run needs, before any model loads or cell runs (validate.py)
     check_preset(preset, cli, envs=envs, methods=methods, make_envs=True, require_set=True)
     seeds = list(args.seeds if args.seeds is not None else preset["seeds"])
-    out = Path(args.out)
-    dry = bool(getattr(args, "dry_run", False))  # plan only: nothing trains, evaluates, starts or is written
-    if not dry:
-        out.mkdir(parents=True, exist_ok=True)
-    db = ResultsDB(out / "results.sqlite") if not dry or (out / "results.sqlite").is_file() else None
-    commit = git_commit()
-    name = preset["name"]
     ev = preset["eval"]
-    reused = done = failed = 0
-    t_start = time.time()
-    jobs = max(1, int(getattr(args, "jobs", 1) or 1))
-    services = contextlib.ExitStack()
-    try:
-        if not dry:
-            start_servers(preset, envs, out, services)
-        cells: list[Cell] = []
-        reused_cells: list[tuple[str, int, str]] = []
-        for env_name in envs:
-            env_cfg = preset["envs"][env_name]
-            split = str(env_cfg["eval_kwargs"].get("split", "test"))
-            if not args.eval_only and not dry:
+    cells: list[Cell] = []
+    reused: list[tuple[str, int, str]] = []
+    for env_name in envs:
+        env_cfg = preset["envs"][env_name]
+        split = str(env_cfg["eval_kwargs"].get("split", "test"))
+        for seed in seeds:
+            tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
+            eval_hash = config_hash([env_cfg, ev, tasks])
+            base = None if args.eval_only else shipped_base(env_name, env_cfg)
+            if args.eval_only:
+                policy_cfg = _policy_config(args.policy)
+                entries = [
+                    (
+                        policy_cfg.get("name") or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
+                        ("policy", policy_cfg),
+                    )
+                ]
+            else:
+                entries = [(m, None) for m in methods]  # type: ignore[misc]  # no special policy
+            keys: dict[str, tuple[str, str]] = {}
+            entries.sort(key=lambda e: matched_to(e[0]) is not None)  # after the cell it is matched to
+            for method, special in entries:
+                to = matched_to(method)
+                matched: str | float | None = keys[to][0] if to is not None and to in keys else None
+                if to is not None and matched is None:  # its reference not run: the preset's fixed ratio
+                    matched = float(preset["train"]["match_ratio"])
+                key_hash = config_hash(
+                    [
+                        eval_hash,
+                        method,
+                        preset.get("model"),
+                        base and base["hash"],
+                        [preset["train"], env_cfg.get("train")] if _trained(preset, method) else None,
+                        judge if _asks_judge(_method_of(preset, method)) else None,
+                        preset["variants"].get(method),
+                        special,
+                        *([matched] if matched is not None else []),
+                    ]
+                )
+                key = f"{preset['name']}|{env_name}|{method}|{split}|{seed}|{key_hash}"
+                keys[method] = (key, key_hash)
+                if db is not None and db.get(key) is not None:
+                    reused.append((env_name, seed, method))
+                    continue
+                cost = CELL_COST.get(env_name, 2) * (4 if _trained(preset, method) and method != "sft" else 1)
+                cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base, matched))
+    return Plan(
+        preset,
+        judge,
+        envs,
+        seeds,
+        Path(args.out),
+        cells,
+        reused,
+        eval_only=bool(args.eval_only),
+        jobs=max(1, int(getattr(args, "jobs", 1) or 1)),
+    )
+
+
+class Recorder:
+    """Records each finished cell in the results store as it comes back (the main process is the only
+    writer, so a kill loses at most the cells in flight) and prints its line; counts new and failed rows."""
+
+    def __init__(self, db, name: str, t_start: float):
+        self.db, self.name, self.t_start = db, name, t_start
+        self.done = self.failed = 0
+
+    def __call__(self, result) -> None:
+        if isinstance(result, CellError):  # recorded as a failed cell; the other cells go on
+            c = result.cell
+            self.db.put_error(c.key, self.name, c.env, c.method, c.seed, result.error, result.trace)
+            self.failed += 1
+            print(
+                f"[{time.time() - self.t_start:6.0f}s] {c.env:9s} {c.method:18s} seed {c.seed}: FAILED: {result.error}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        row, curve, line, warning = result
+        if warning:
+            print(warning, file=sys.stderr)
+        self.db.put(row, curve)
+        self.done += 1
+        print(f"[{time.time() - self.t_start:6.0f}s] {line}", flush=True)
+
+
+def execute(plan: Plan, db, record: Recorder) -> None:
+    """Run the plan: its servers, the judge-precision measurement, the SFT checkpoints RL cells start from,
+    then the cells (longest first, on ``plan.jobs`` worker processes), each handed to ``record``."""
+    preset, judge, out = plan.preset, plan.judge, plan.out
+    commit = git_commit()
+    with contextlib.ExitStack() as services:
+        start_servers(preset, plan.envs, out, services)
+        if not plan.eval_only:
+            for env_name in plan.envs:
                 t_judge = time.time()
                 if judge_precision(preset, env_name, db):
                     print(
-                        f"[{time.time() - t_start:6.0f}s] {env_name:9s} judge precision by verification: "
+                        f"[{time.time() - record.t_start:6.0f}s] {env_name:9s} judge precision by verification: "
                         f"{time.time() - t_judge:.0f}s",
                         flush=True,
                     )
-            for seed in seeds:
-                tasks = eval_tasks(env_cfg["env_id"], env_cfg["eval_kwargs"], ev.get("episodes", 0), seed)
-                eval_hash = config_hash([env_cfg, ev, tasks])
-                base = None if args.eval_only else shipped_base(env_name, env_cfg)
-                if args.eval_only:
-                    policy_cfg = _policy_config(args.policy)
-                    entries = [
-                        (
-                            policy_cfg.get("name")
-                            or f"policy:{policy_cfg.get('model') or policy_cfg.get('model_path')}",
-                            ("policy", policy_cfg),
-                        )
-                    ]
-                else:
-                    entries = [(m, None) for m in methods]  # type: ignore[misc]  # no special policy
-                keys: dict[str, tuple[str, str]] = {}
-                entries.sort(key=lambda e: matched_to(e[0]) is not None)  # after the cell it is matched to
-                for method, special in entries:
-                    to = matched_to(method)
-                    matched: str | float | None = keys[to][0] if to is not None and to in keys else None
-                    if to is not None and matched is None:  # its reference not run: the preset's fixed ratio
-                        matched = float(preset["train"]["match_ratio"])
-                    key_hash = config_hash(
-                        [
-                            eval_hash,
-                            method,
-                            preset.get("model"),
-                            base and base["hash"],
-                            [preset["train"], env_cfg.get("train")] if _trained(preset, method) else None,
-                            judge if _asks_judge(_method_of(preset, method)) else None,
-                            preset["variants"].get(method),
-                            special,
-                            *([matched] if matched is not None else []),
-                        ]
-                    )
-                    key = f"{name}|{env_name}|{method}|{split}|{seed}|{key_hash}"
-                    keys[method] = (key, key_hash)
-                    if db is not None and db.get(key) is not None:
-                        reused += 1
-                        reused_cells.append((env_name, seed, method))
-                        continue
-                    cost = CELL_COST.get(env_name, 2) * (4 if _trained(preset, method) and method != "sft" else 1)
-                    cells.append(Cell(cost, env_name, seed, method, special, key, key_hash, tasks, base, matched))
-        if dry:
-            print_plan(preset, cells, reused_cells, out)
-            return out
-        if jobs > 1 and not args.eval_only:
+        cells = plan.cells
+        if plan.jobs > 1 and not plan.eval_only:
             # an env without a shipped base trains its SFT checkpoint first: every RL cell starts from it
             for env_name in dict.fromkeys(c.env for c in cells if c.base is None and _trained(preset, c.method)):
                 for seed in dict.fromkeys(c.seed for c in cells if c.env == env_name):
                     train(preset, env_name, "sft", seed, out, preset.get("model"), judge)
 
-        def record(result):
-            nonlocal done, failed
-            if isinstance(result, CellError):  # recorded as a failed cell; the other cells go on
-                c = result.cell
-                db.put_error(c.key, name, c.env, c.method, c.seed, result.error, result.trace)
-                failed += 1
-                print(
-                    f"[{time.time() - t_start:6.0f}s] {c.env:9s} {c.method:18s} seed {c.seed}: FAILED: {result.error}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return
-            row, curve, line, warning = result
-            if warning:
-                print(warning, file=sys.stderr)
-            db.put(row, curve)
-            done += 1
-            print(f"[{time.time() - t_start:6.0f}s] {line}", flush=True)
-
-        def execute(todo: list[Cell]) -> None:
+        def run_cells(todo: list[Cell]) -> None:
+            jobs = plan.jobs
             if jobs > 1 and len(todo) > 1:
                 import multiprocessing as mp
                 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -776,9 +813,31 @@ def run(args) -> Path:
                     record(run_cell_safe(preset, c, str(out), judge, commit))
 
         # grpo_matched cells run after the prover cells whose measured token ratio they are given
-        execute([c for c in cells if matched_to(c.method) is None])
-        execute([_matched(c, db) for c in cells if matched_to(c.method) is not None])
-        paths, comps = write_reports(db, name, out, envs=envs)
+        run_cells([c for c in cells if matched_to(c.method) is None])
+        run_cells([_matched(c, db) for c in cells if matched_to(c.method) is not None])
+
+
+def run(args) -> Path:
+    """plan -> execute -> record: the plan checked before anything runs (printed and nothing else with
+    ``--dry-run``), the cells run with each row recorded as it comes back, then the reports written."""
+    from leaderboards.db import ResultsDB
+    from leaderboards.report import write_reports
+
+    out = Path(args.out)
+    dry = bool(getattr(args, "dry_run", False))  # plan only: nothing trains, evaluates, starts or is written
+    t_start = time.time()
+    existing = out / "results.sqlite"
+    db = ResultsDB(existing) if existing.is_file() else None
+    try:
+        plan = make_plan(args, db)  # the preset checked whole before anything is made or run
+        if dry:
+            print_plan(plan.preset, plan.cells, plan.reused, out)
+            return out
+        out.mkdir(parents=True, exist_ok=True)
+        db = db or ResultsDB(existing)
+        record = Recorder(db, plan.preset["name"], t_start)
+        execute(plan, db, record)
+        paths, comps = write_reports(db, plan.preset["name"], out, envs=plan.envs)
         for comp in comps:
             if (comp["a"], comp["b"]) in (
                 ("grpo", "sft"),
@@ -788,16 +847,15 @@ def run(args) -> Path:
             ):
                 print(f"{comp['a']} vs {comp['b']} ({comp['env']}, {comp['seeds']} paired seed(s)): {comp['verdict']}")
     finally:
-        services.close()
         if db is not None:
             db.close()
     print(
-        f"{done} new rows, {reused} reused; {time.time() - t_start:.0f}s. Tables: "
+        f"{record.done} new rows, {len(plan.reused)} reused; {time.time() - t_start:.0f}s. Tables: "
         + ", ".join(str(p) for p in paths if p.suffix in (".md", ".html"))
     )
-    if failed:
+    if record.failed:
         raise CellsFailed(
-            f"{failed} cell(s) failed (listed above; their tracebacks are in {out / 'results.sqlite'}, table "
+            f"{record.failed} cell(s) failed (listed above; their tracebacks are in {out / 'results.sqlite'}, table "
             "errors). The other rows are recorded; fix the cause and run the same command again: only what is "
             "missing runs"
         )
@@ -856,6 +914,9 @@ class CellsFailed(RuntimeError):
 
 
 class CellError(NamedTuple):
+    """A cell that raised in a worker: the cell, the error's first line and the traceback (recorded in the results
+    store)."""
+
     cell: Cell
     error: str
     trace: str
@@ -931,7 +992,9 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python leaderboards/run.py`` (``make_plan(parser().parse_args([...]))`` plans a
+    run from Python)."""
     ap = argparse.ArgumentParser(
         prog="python leaderboards/run.py",
         description=__doc__.split("\n\n")[0],
@@ -990,6 +1053,12 @@ def main(argv: list[str] | None = None) -> int:
         "machine has 2+ cores: two 1-thread processes beat one 2-thread one on the tiny model)",
     )
     ap.add_argument("--policy", help="with --eval-only: backend config of the policy to evaluate")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python leaderboards/run.py``: parse the command line and run (exit 2 on a bad preset or flag)."""
+    ap = parser()
     args = ap.parse_args(argv)
     if args.bases:
         if not Path(args.bases).is_dir():

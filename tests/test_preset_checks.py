@@ -242,3 +242,16 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert "0 cell(s) to run, 2 reused" in again.stdout
     bad = subprocess.run([*RUN, *args, "--dry-run", "--methods", "grp"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "did you mean 'grpo'" in bad.stderr  # the checks still run
+    # the plan is an object: its cells' keys are the keys of the rows the run recorded
+    sys.path.insert(0, str(ROOT))
+    from leaderboards.db import ResultsDB
+    from leaderboards.run import make_plan, parser
+
+    plan = make_plan(parser().parse_args(args))
+    assert [(c.env, c.method) for c in plan.cells] == [("searchqa", "random"), ("searchqa", "expert")]
+    db = ResultsDB(out / "results.sqlite")
+    try:
+        assert all(db.get(c.key) is not None for c in plan.cells) and len(db.results("smoke")) == 2
+        assert make_plan(parser().parse_args(args), db).reused == [("searchqa", 0, "random"), ("searchqa", 0, "expert")]
+    finally:
+        db.close()
