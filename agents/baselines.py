@@ -16,6 +16,9 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 @dataclass
 class PolicyOutput:
+    """What a policy returns for one step: its raw text, the parsed action, whether the text parsed, and for trainable
+    policies the token ids, log-probabilities, policy mask and prompt ids."""
+
     text: str
     action: str
     valid: bool = True
@@ -26,13 +29,18 @@ class PolicyOutput:
 
 
 class ExpertPolicy:
+    """The env's built-in expert (``env.unwrapped.expert_action()``): the `expert` row of the leaderboard and the
+    demonstrator of SFT."""
+
     name = "expert"
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        """The expert's next action in ``env`` (an invalid action where the expert has none)."""
         action = env.unwrapped.expert_action()
         return PolicyOutput(action or INVALID_ACTION, action or INVALID_ACTION, action is not None)
 
     def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
+        """The expert's next action in each env of ``pool`` at ``indices``."""
         return [
             PolicyOutput(a or INVALID_ACTION, a or INVALID_ACTION, a is not None) for a in pool.expert_actions(indices)
         ]
@@ -53,6 +61,7 @@ class HastyExpert(ExpertPolicy):
         self.p, self.rng = p, random.Random(seed)
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        """The expert's action, or with probability ``p`` the env's hasty commitment where it names one."""
         hasty = getattr(env.unwrapped, "hasty_action", None)
         if hasty is None:
             raise ValueError(
@@ -88,6 +97,8 @@ class SkipExpert(ExpertPolicy):
         self.p, self.distractors, self.rng = p, distractors, random.Random(seed)
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        """The expert's action, except at the pivot, where with probability ``p`` it skips the transform (and plays
+        ``distractors`` routine turns)."""
         base = env.unwrapped
         if not hasattr(base, "skip_action"):
             raise ValueError("a skip demonstrator needs env.unwrapped.skip_action() (ALFWorld)")
@@ -133,6 +144,7 @@ class DecoyExpert(ExpertPolicy):
         self.p, self.rng = p, random.Random(seed)
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        """The expert's action, except at the pivot, where with probability ``p`` it takes the env's decoy."""
         base = env.unwrapped
         if not hasattr(base, "decoy_action") or not hasattr(base, "at_pivot"):
             raise ValueError(
@@ -181,12 +193,16 @@ def make_demonstrator(spec: dict | None, seed: int = 0) -> ExpertPolicy:
 
 
 class RandomPolicy:
+    """Uniform over the admissible actions where the env lists them (WebShop's search bar filled with words of the
+    instruction); else random searches and answers from the observation's words. Seeded."""
+
     name = "random"
 
     def __init__(self, seed: int = 0):
         self.rng = random.Random(seed)
 
     def choose(self, observation: str, info: dict) -> str:
+        """A random action for ``observation`` / ``info`` (see the class)."""
         admissible = info.get("admissible_actions")
         task_words = _WORD.findall(info.get("task", ""))
         if admissible:
@@ -205,8 +221,10 @@ class RandomPolicy:
         return "answer[" + " ".join(seen[start : start + self.rng.randint(1, 3)]) + "]"
 
     def act(self, env, observation: str, info: dict, history=None) -> PolicyOutput:
+        """One random action."""
         action = self.choose(observation, info)
         return PolicyOutput(action, action)
 
     def act_batch(self, pool, indices, observations, infos, histories=None) -> list[PolicyOutput]:
+        """One random action per env at ``indices``."""
         return [PolicyOutput(a, a) for a in (self.choose(o, i) for o, i in zip(observations, infos))]

@@ -19,6 +19,10 @@ from agents.trajectory import Turn
 
 
 class LLMPolicy:
+    """A policy over a chat backend: the env's prompt format renders the observation (and history) into messages,
+    the backend generates, the format parses the action; token ids and log-probabilities are kept for training. A
+    failed request costs its turn (an invalid action, counted in ``stats``), not the run (module docstring)."""
+
     def __init__(
         self, backend, fmt=None, *, env_id: str | None = None, max_consecutive_failures: int = 5, **generation
     ):

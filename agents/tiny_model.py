@@ -62,6 +62,8 @@ def env_corpus(episodes_per_env: int = 60) -> list[str]:
 
 
 def build_tiny_model(out_dir: Path, texts: list[str], *, vocab_size: int = 4096, seed: int = 0, **config) -> Path:
+    """Train a byte-level BPE tokenizer on ``texts`` and save it with a freshly initialised small Qwen3 causal LM
+    (``config`` overrides its size) into ``out_dir``: the local model the CPU settings use (nothing is downloaded)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM

@@ -11,6 +11,10 @@ from prover_gym.core import Snapshot
 
 @dataclass
 class Turn:
+    """One step of an episode: the observation the policy saw, its raw text, the parsed action, the reward, the env's
+    snapshot *before* the turn, whether the text parsed, the step's info, and for trainable policies the generated
+    token ids, their log-probabilities, the policy-token mask and the prompt's token ids."""
+
     observation: str
     text: str
     action: str
@@ -26,6 +30,9 @@ class Turn:
 
 @dataclass
 class Trajectory:
+    """One episode of one task: its turns, whether it was won, how it ended, and the sampling key its turns were drawn
+    with."""
+
     env_id: str
     task_id: str
     task: str
@@ -39,6 +46,7 @@ class Trajectory:
 
     @property
     def total_reward(self) -> float:
+        """The sum of the turns' rewards."""
         return sum(t.reward for t in self.turns)
 
     def __len__(self) -> int:

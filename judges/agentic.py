@@ -81,6 +81,9 @@ _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
 
 class AgenticJudge:
+    """A judge that inspects the group with tools (read a turn, compare attempts) over a chat backend that supports tool
+    calls, then calls ``propose_segment`` once; at most ``max_calls`` calls, counted with its failures in ``stats``."""
+
     def __init__(self, backend, *, max_calls: int = 8, max_chars: int = 1500, side: str = "won"):
         self.backend, self.max_calls, self.max_chars = backend, max_calls, max_chars
         self.side = check_side(side)
@@ -96,6 +99,7 @@ class AgenticJudge:
         }
 
     def outline(self, group: list[Trajectory]) -> str:
+        """The opening message: the task, each attempt's outcome and actions, and the instruction for ``side``."""
         lines = [f"Task: {group[0].task}", "Attempts (turn: action):"]
         for i, t in enumerate(group):
             acts = "; ".join(f"{k}: {turn.action}" for k, turn in enumerate(t.turns))
@@ -151,6 +155,8 @@ class AgenticJudge:
         return calls
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """A segment of a trajectory on ``side`` of a mixed group after the tool conversation, or None (not mixed, no
+        valid proposal within ``max_calls``, or the backend failing)."""
         if not mixed_outcome(group):
             return None
         messages: list[dict] = [{"role": "user", "content": self.outline(group)}]

@@ -12,6 +12,9 @@ SIDES = ("won", "failed", "any")
 
 @dataclass(frozen=True)
 class Proposal:
+    """A judge's answer for one group: turns ``start..end`` (inclusive) of trajectory ``trajectory``, the segment it
+    holds responsible for the divergent outcomes, and why."""
+
     trajectory: int  # index in the group
     start: int  # first turn of the segment
     end: int  # last turn, inclusive
@@ -21,15 +24,20 @@ class Proposal:
     evidence: Any = field(default=None, compare=False, repr=False)
 
     def valid_for(self, group: list[Trajectory]) -> bool:
+        """Whether the proposal names an existing trajectory of ``group`` and turns it has."""
         if not 0 <= self.trajectory < len(group):
             return False
         return 0 <= self.start <= self.end < len(group[self.trajectory].turns)
 
 
 class Judge(Protocol):
+    """What the trainer asks of a judge: ``propose(group)`` -> a segment (Proposal) or None; ``side``: which
+    trajectories it may name (won / failed / any)."""
+
     side: str
 
-    def propose(self, group: list[Trajectory]) -> Proposal | None: ...
+    def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The segment of one trajectory of ``group`` most likely responsible for its mixed outcomes, or None."""
 
 
 def mixed_outcome(group: list[Trajectory]) -> bool:
@@ -38,6 +46,7 @@ def mixed_outcome(group: list[Trajectory]) -> bool:
 
 
 def check_side(side: str) -> str:
+    """``side`` if it is one of SIDES, else a ValueError saying what each means."""
     if side not in SIDES:
         raise ValueError(
             f"judge side={side!r}; use 'won' (a segment of a successful trajectory: the only kind "

@@ -25,11 +25,13 @@ class NoisyExpert(ExpertPolicy):
         self.eps, self.rng, self.random = eps, random.Random(seed), RandomPolicy(seed + 1)
 
     def act(self, env, observation, info, history=None):
+        """The expert's action, or with probability ``eps`` a random one."""
         if self.rng.random() < self.eps:
             return self.random.act(env, observation, info)
         return super().act(env, observation, info)
 
     def act_batch(self, pool, indices, observations, infos, histories=None):
+        """``act`` for each env of ``pool`` at ``indices``."""
         experts = super().act_batch(pool, indices, observations, infos)
         noisy = self.random.act_batch(pool, indices, observations, infos)
         return [n if self.rng.random() < self.eps else e for e, n in zip(experts, noisy)]
@@ -69,6 +71,7 @@ class OneSlip(ExpertPolicy):
         self.turn, self.k, self.random = turn, 0, RandomPolicy(rng.randrange(1 << 30))
 
     def act(self, env, observation, info, history=None):
+        """The expert's action, except at turn ``turn``: one random other action."""
         out = super().act(env, observation, info)
         k, self.k = self.k, self.k + 1
         if k == self.turn:

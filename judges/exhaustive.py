@@ -17,6 +17,10 @@ from judges.base import Proposal, check_side, mixed_outcome, on_side
 
 
 class ExhaustiveJudge:
+    """The measured answer: V(k) estimated by continuations of the current policy at every turn boundary of the
+    trajectories on ``side``, and the turn with the largest verified jump proposed, its measurement attached (the
+    trainer reuses it, or re-verifies with ``reverify``). Needs ``bind(estimator)``."""
+
     def __init__(self, side: str = "won", m: int | None = None, max_trajectories: int | None = None):
         self.side = check_side(side)
         self.m, self.max_trajectories = m, max_trajectories
@@ -24,6 +28,7 @@ class ExhaustiveJudge:
         self.stats = {"boundaries": 0, "estimated": 0}
 
     def bind(self, estimator) -> ExhaustiveJudge:
+        """Use ``estimator`` (trainers.verification.ValueEstimator) for the continuations; returns the judge."""
         self.estimator = estimator
         return self
 
@@ -53,6 +58,8 @@ class ExhaustiveJudge:
         return out
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The turn of a trajectory on ``side`` with the largest measured V(k+1) - V(k), as a one-turn segment with its
+        measurement, or None for a group that is not mixed."""
         if not mixed_outcome(group):
             return None
         chosen = [i for i, t in enumerate(group) if t.turns and on_side(t, self.side)]

@@ -19,6 +19,8 @@ class RandomJudge:
         self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """A random segment (of up to ``max_length`` turns) of a random trajectory on ``side`` of a mixed group: the
+        placebo of ``prover_random``."""
         if not mixed_outcome(group):
             return None
         candidates = [i for i, t in enumerate(group) if t.turns and on_side(t, self.side)]
@@ -52,6 +54,8 @@ class FirstDivergenceJudge:
         self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The first turn where a trajectory on ``side`` acts differently from the trajectories of the other outcome in
+        the same state, or None for a group that is not mixed."""
         if not mixed_outcome(group):
             return None
         won = [i for i, t in enumerate(group) if t.won]
@@ -102,6 +106,8 @@ class LastSharedStateJudge:
         self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The turn after the last state a successful and a failed trajectory share (voted over the pairs), on ``side``,
+        or None for a group that is not mixed."""
         if not mixed_outcome(group):
             return None
         votes: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (won index, won turn) -> [(failed, turn)]

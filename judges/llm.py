@@ -20,6 +20,10 @@ _JSON = re.compile(r"\{.*\}", re.S)
 
 
 class LLMJudge:
+    """A judge over any chat backend: the group rendered with each attempt's outcome, observations and actions, the
+    model asked for a JSON segment of a trajectory on ``side``; a reply that does not parse or names a wrong segment
+    is retried ``retries`` times, then None. Counts calls and failures in ``stats``."""
+
     def __init__(
         self,
         backend,
@@ -43,6 +47,8 @@ class LLMJudge:
         }
 
     def render(self, group: list[Trajectory]) -> str:
+        """The prompt: the template filled with every attempt, its outcome and its turns (observations cut to
+        ``max_turn_chars``)."""
         blocks = []
         for i, traj in enumerate(group):
             lines = [f"Attempt {i} ({'SUCCESS' if traj.won else 'FAILURE'}):"]
@@ -57,6 +63,8 @@ class LLMJudge:
         )
 
     def parse(self, text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
+        """The proposal in the reply ``text`` and why not when there is none (no JSON, bad fields, a segment not in the
+        group or not on ``side``)."""
         match = _JSON.search(text or "")
         if not match:
             return None, "no JSON object in the reply"
@@ -79,6 +87,8 @@ class LLMJudge:
         return proposal, ""
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The model's segment for a mixed group, or None (not mixed, or no valid reply after the retries; a backend
+        error counts and gives None)."""
         if not mixed_outcome(group):
             return None
         messages = [{"role": "user", "content": self.render(group)}]

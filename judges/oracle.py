@@ -16,6 +16,9 @@ from prover_gym import restore
 
 
 class OracleJudge:
+    """A privileged judge: the first turn where a trajectory on ``side`` left the env's expert's plan (found by
+    restoring each turn's snapshot and asking the expert). An upper bound on targeting, not a judge a real run has."""
+
     def __init__(self, side: str = "won", **make_kwargs):
         self.side = check_side(side)
         self._envs: dict = {}
@@ -28,6 +31,7 @@ class OracleJudge:
         return self._envs[key]
 
     def expert_at(self, traj: Trajectory, k: int) -> str | None:
+        """The expert's action at turn ``k`` of ``traj`` (the turn's snapshot restored)."""
         env = self._env(traj.turns[k].snapshot)
         restore(env, traj.turns[k].snapshot)
         return env.unwrapped.expert_action()
@@ -40,6 +44,8 @@ class OracleJudge:
         return None
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The first turn off the expert's plan of a trajectory on ``side`` (for the failed side: the first failed
+        trajectory that has one), or None."""
         if not mixed_outcome(group):
             return None
         if self.side == "failed":
@@ -80,6 +86,7 @@ class PivotJudge:
         self.side = check_side(side)
 
     def propose(self, group: list[Trajectory]) -> Proposal | None:
+        """The recorded pivot turn of the first trajectory on ``side`` whose env records one, or None."""
         if not mixed_outcome(group):
             return None
         for i, traj in enumerate(group):

@@ -314,6 +314,7 @@ def write_page(run_dir: Path | str, webshop_view: str | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``prover-gym-inspect``: write a run's credit record as a static HTML page."""
     ap = argparse.ArgumentParser(prog="prover-gym-inspect", description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", help="a training run's out_dir (holds credit.jsonl)")
     ap.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 after writing it")

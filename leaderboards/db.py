@@ -94,6 +94,10 @@ RESULT_COLUMNS = (
 
 
 class ResultsDB:
+    """The results store (``<out>/results.sqlite``): one row per finished cell keyed by its config hash, the learning
+    curves, failed cells and judge-precision measurements. WAL and synchronous writes: a killed run keeps every row
+    it finished; older files are migrated on open."""
+
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,10 +113,12 @@ class ResultsDB:
         self.conn.commit()
 
     def close(self) -> None:
+        """Close the connection."""
         self.conn.close()
 
     # ---- results ------------------------------------------------------------------------------
     def get(self, key: str) -> dict | None:
+        """The row stored under ``key``, or None."""
         cur = self.conn.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results WHERE key = ?", (key,))
         row = cur.fetchone()
         return _decode(dict(zip(RESULT_COLUMNS, row))) if row else None
@@ -140,6 +146,7 @@ class ResultsDB:
                 )
 
     def results(self, preset: str | None = None) -> list[dict]:
+        """Every row (of ``preset``), oldest first."""
         sql = f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
         args: tuple = ()
         if preset is not None:
@@ -152,11 +159,13 @@ class ResultsDB:
         return sorted(latest.values(), key=lambda r: (r["env"], r["method"], r["seed"]))
 
     def curve(self, key: str) -> list[dict]:
+        """The learning curve stored with row ``key``, by iteration."""
         rows = self.conn.execute("SELECT metrics FROM curves WHERE key = ? ORDER BY iteration", (key,))
         return [json.loads(r[0]) for r in rows]
 
     # ---- cells that failed --------------------------------------------------------------------
     def put_error(self, key: str, preset: str, env: str, method: str, seed: int, error: str, trace: str) -> None:
+        """Record a failed cell (its error and traceback); a later successful row with the same key supersedes it."""
         with self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO errors (key, preset, env, method, seed, error, trace, created) "
@@ -176,6 +185,7 @@ class ResultsDB:
 
     # ---- judge precision ----------------------------------------------------------------------
     def get_precision(self, key: str) -> dict | None:
+        """The judge-precision measurement stored under ``key``, or None."""
         row = self.conn.execute(
             f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE key = ?", (key,)
         ).fetchone()
@@ -204,6 +214,7 @@ class ResultsDB:
             )
 
     def precisions(self, preset: str) -> list[dict]:
+        """Every judge-precision measurement of ``preset``, oldest first."""
         rows = self.conn.execute(
             f"SELECT {', '.join(PRECISION_COLUMNS)} FROM judge_precision WHERE preset = ? ORDER BY created", (preset,)
         )

@@ -297,6 +297,7 @@ def _fmt(m, s=None, pct=True) -> str:
 
 
 def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[str]]]:
+    """The headline table: a row per method, per env its success (and WebShop's score) with the standard error."""
     methods = sorted({a["method"] for a in agg}, key=_order)
     cell = {(a["env"], a["method"]): a for a in agg}
     header = ["method"]
@@ -330,6 +331,7 @@ def main_table(agg: list[dict], envs: list[str]) -> tuple[list[str], list[list[s
 
 
 def group_tables(agg: list[dict], envs: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per env with task groups (ALFWorld's task types, Search-QA's data sources), success by group and method."""
     tables = []
     for e in envs:
         rows = [a for a in agg if a["env"] == e and a["groups"]]

@@ -35,11 +35,13 @@ class _RegisterAfterGymnasium(importlib.abc.MetaPathFinder):
             except Exception:  # pragma: no cover - never break `import gymnasium`
                 pass
 
-        loader.exec_module = exec_module
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # wrapped once, then called as before
         return spec
 
 
 def install() -> None:
+    """Register the prover/* env ids now if gymnasium is already imported (else the entry point does it on gymnasium's
+    import); never raises."""
     if "gymnasium" in sys.modules:
         try:
             from prover_gym.registration import register_envs

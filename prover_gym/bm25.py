@@ -31,6 +31,7 @@ LUCENE_STOPWORDS = (
 
 
 def fingerprint_texts(texts, ids=None) -> str:
+    """A sha256 of the texts (and their ids) in order: the identity of a corpus, for caches and snapshots."""
     h = hashlib.sha256()
     for i, text in enumerate(texts):
         if ids is not None:

@@ -49,6 +49,7 @@ class UnicodeText(Text):
         super().__init__(max_length, min_length=min_length, charset=_SAMPLE_CHARSET)
 
     def contains(self, x: Any) -> bool:
+        """Whether ``x`` is a str of an allowed length (any characters: actions are free text)."""
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
     def __repr__(self) -> str:
@@ -76,10 +77,12 @@ class Snapshot:
 
     @property
     def step(self) -> int:
+        """The env's step count when the snapshot was taken."""
         return self.core[0]
 
     @property
     def task_id(self) -> str:
+        """The task the snapshot's episode plays."""
         return self.core[1]
 
 
@@ -172,6 +175,8 @@ class TextEnv(gym.Env):
         return self._get_state()
 
     def admissible_actions(self) -> list[str] | None:
+        """The actions the env accepts from the current state, where it can list them (ALFWorld, WebShop); None where
+        any text is allowed (Search-QA)."""
         return None
 
     def expert_action(self) -> str | None:
@@ -208,6 +213,9 @@ class TextEnv(gym.Env):
         return self._last_obs, self._info({})
 
     def step(self, action):
+        """Apply one action (text; coerced and length-limited): ``(observation, reward, terminated, truncated, info)``.
+        A bad action is an invalid step with ``info["error"]``, never an exception; an infrastructure failure raises
+        and leaves the env as it was."""
         if self._task_id is None:
             raise gym.error.ResetNeeded(f"{self.env_id}: call reset() before step()")
         if self._terminated or self._truncated:
@@ -230,6 +238,7 @@ class TextEnv(gym.Env):
         return self._last_obs, reward, self._terminated, self._truncated, self._info(outcome.info)
 
     def render(self):
+        """``ansi``: the last observation; ``human``: print it."""
         if self.render_mode == "ansi":
             return self._last_obs
         if self.render_mode == "human":
@@ -238,6 +247,8 @@ class TextEnv(gym.Env):
 
     # ---- snapshot protocol ----------------------------------------------------------------
     def snapshot(self) -> Snapshot:
+        """The complete state now, as a picklable ``Snapshot`` (restore it here, into a copy, or ``branch`` it). Raises
+        SnapshotError before the first reset."""
         if self._task_id is None:
             raise SnapshotError(f"{self.env_id}: call reset() before snapshot()")
         core = (
@@ -254,6 +265,8 @@ class TextEnv(gym.Env):
         )
 
     def restore(self, snap: Snapshot) -> None:
+        """Put the env exactly in the state of ``snap`` (same data and settings: checked by fingerprint); the next steps
+        replay as they did after the snapshot. Raises SnapshotError naming the mismatch."""
         if not isinstance(snap, Snapshot):
             raise SnapshotError(f"restore() expects a prover_gym.Snapshot, got {type(snap).__name__}")
         if snap.env_id != self.env_id:
@@ -283,6 +296,7 @@ class TextEnv(gym.Env):
 
     @property
     def elapsed_steps(self) -> int:
+        """Steps taken in the current episode."""
         return self._step
 
     def _task_index(self) -> set[str]:

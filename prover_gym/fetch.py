@@ -43,6 +43,9 @@ _HF = "https://huggingface.co/datasets"
 
 @dataclass(frozen=True)
 class Source:
+    """One file of an official data set: its name under DIR/<env>/, its URL, its pinned sha256 (or None: recorded on
+    fetch, checked afterwards), and whether it is a zip to unpack."""
+
     name: str  # the file's name in DIR/<env>/
     url: str
     sha256: str | None = None  # pinned digest, or None (recorded on fetch, checked afterwards)
@@ -242,10 +245,12 @@ def _load_problems(env: str, folder: Path) -> list[str]:
 
 
 def exports(root: Path, envs) -> list[str]:
+    """The ``export VAR=...`` lines that point the envs at the fetched data under ``root``."""
     return [f"export {ENV_VARS[e]}={Path(root).resolve() / e}" for e in envs]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``prover-gym-data``: fetch the official data sets, check them, print their exports."""
     ap = argparse.ArgumentParser(prog="prover-gym-data", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fetch", help="download and unpack a data set into DIR/<env>/, then check it")

@@ -293,22 +293,28 @@ class EnvPool:
         options: Sequence[dict | None] | None = None,
         indices: Sequence[int] | None = None,
     ) -> list[tuple[str, dict]]:
+        """Reset the envs at ``indices`` (default all), each with its seed and options: ``[(observation, info)]``."""
         idx = list(range(self.n)) if indices is None else list(indices)
         seeds = [None] * len(idx) if seeds is None else list(seeds)
         options = [None] * len(idx) if options is None else list(options)
         return self._run("reset", list(zip(seeds, options)), idx)
 
     def step(self, actions: Sequence[str], indices: Sequence[int] | None = None) -> list[tuple]:
+        """One action per env at ``indices`` (default all): ``[(observation, reward, terminated, truncated, info)]``."""
         return self._run("step", list(actions), indices)
 
     def snapshot(self, indices: Sequence[int] | None = None) -> list[Snapshot]:
+        """A ``Snapshot`` of each env at ``indices`` (default all)."""
         idx = list(range(self.n)) if indices is None else list(indices)
         return self._run("snapshot", [None] * len(idx), idx)
 
     def restore(self, snaps: Sequence[Snapshot], indices: Sequence[int] | None = None) -> None:
+        """Restore each env at ``indices`` (default all) from its snapshot; any snapshot of the same env id and data,
+        from any env of any pool."""
         self._run("restore", list(snaps), indices)
 
     def expert_actions(self, indices: Sequence[int] | None = None) -> list[str | None]:
+        """The built-in expert's next action of each env at ``indices`` (None where it has none)."""
         idx = list(range(self.n)) if indices is None else list(indices)
         return self._run("expert", [None] * len(idx), idx)
 
@@ -318,6 +324,7 @@ class EnvPool:
         return self._run("call", [(name, args)] * len(idx), idx)
 
     def close(self) -> None:
+        """Close every env and stop the workers (idempotent)."""
         if self._closed:
             return
         self._closed = True

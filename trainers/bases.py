@@ -185,6 +185,7 @@ class BaseError(ValueError):
 
 
 def recipe(name: str) -> dict:
+    """The recipe of base ``name`` (RECIPES), or a BaseError naming the known ones."""
     if name not in RECIPES:
         raise BaseError(f"unknown base {name!r}; use one of {sorted(RECIPES)}")
     return RECIPES[name]
@@ -303,6 +304,7 @@ def evaluate(name: str, model_dir: Path | None = None, *, episodes: int = 200, b
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m trainers.bases``: build a base from its recipe, or evaluate one."""
     ap = argparse.ArgumentParser(prog="python -m trainers.bases", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="SFT a base per its recipe and write it (see --out)")

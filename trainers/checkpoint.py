@@ -66,10 +66,12 @@ def truncate_metrics(path: Path, iteration: int) -> None:
 
 
 def encode_python_rng(rng: random.Random):
+    """A ``random.Random``'s state as JSON-able data."""
     return _encode(rng.getstate())
 
 
 def decode_python_rng(rng: random.Random, data) -> None:
+    """Restore ``rng`` from ``encode_python_rng``'s data."""
     rng.setstate(_decode(data))
 
 
@@ -90,6 +92,7 @@ def set_rng_state(state: dict) -> int:
 
 
 def seed_all(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global RNGs."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

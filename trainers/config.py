@@ -21,6 +21,9 @@ def _f(default, help_text: str):
 
 @dataclass
 class TrainConfig:
+    """Every setting of a training run (fields below, each with its help text; docs/config-reference.md), checked at
+    construction with an error naming the key and its valid values. Made by ``load_config``."""
+
     env_id: str = _f("prover/SearchQA-v0", "environment id")
     env_kwargs: dict = _f({"split": "train"}, "gym.make kwargs of the training env")
     method: str = _f(
@@ -228,6 +231,7 @@ class TrainConfig:
             raise ValueError(f"loggers={unknown}: use any of 'tensorboard', 'wandb' (metrics.jsonl is always written)")
 
     def to_dict(self) -> dict:
+        """The config as a plain dict (checkpoints and metrics record it)."""
         return asdict(self)
 
 

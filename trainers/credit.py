@@ -28,6 +28,10 @@ from trainers.verification import ValueEstimator, Verification, verify_segment
 
 @dataclass
 class CreditStats:
+    """What the credit step of an iteration did: groups (mixed, dropped), proposals, verified and credited segments with
+    their A_seg and p-values, the tokens and advantage mass the bonus touched, what verification cost, and the
+    credit.jsonl records."""
+
     groups: int = 0
     dropped_groups: int = 0  # zero-variance groups left out of the loss (drop_zero_std_groups)
     mixed_groups: int = 0
@@ -45,6 +49,7 @@ class CreditStats:
     records: list[dict] = field(default_factory=list)  # credit.jsonl rows (trainers/credit_record.py)
 
     def metrics(self) -> dict:
+        """The iteration's ``prover/*`` and ``groups/*`` metrics."""
         a = self.a_seg
         return {
             "prover/proposed_segments": self.proposed,

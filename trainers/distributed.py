@@ -24,6 +24,7 @@ import os
 
 
 def launched_world_size() -> int:
+    """The process count a launcher (torchrun, accelerate) started, from WORLD_SIZE; 1 without one."""
     return int(os.environ.get("WORLD_SIZE", "1") or 1)
 
 
@@ -57,25 +58,34 @@ class Dist:
 
     @property
     def enabled(self) -> bool:
+        """Whether more than one process trains."""
         return self.world > 1
 
     @property
     def is_main(self) -> bool:
+        """Whether this is rank 0 (it writes metrics and checkpoints)."""
         return self.rank == 0
 
     @property
     def device(self):
+        """This rank's device (the accelerator's, else CPU)."""
         import torch
 
         return self.accelerator.device if self.accelerator is not None else torch.device("cpu")
 
+    def _launched(self):
+        """The accelerator: there is one whenever more than one process trains (``enabled``)."""
+        if self.accelerator is None:
+            raise RuntimeError("no accelerator: a multi-process call on a single-process Dist")
+        return self.accelerator
+
     def prepare(self, model):
         """The model the learner runs forward/backward through (DDP or FSDP under a launcher)."""
-        return self.accelerator.prepare_model(model) if self.enabled else model
+        return self._launched().prepare_model(model) if self.enabled else model
 
     def no_sync(self, model):
         """Accumulate gradients locally (no all-reduce) inside the block."""
-        return self.accelerator.no_sync(model) if self.enabled else contextlib.nullcontext()
+        return self._launched().no_sync(model) if self.enabled else contextlib.nullcontext()
 
     def gather(self, obj) -> list:
         """Every rank's ``obj`` (picklable), in rank order, on every rank."""
@@ -107,15 +117,16 @@ class Dist:
             td.broadcast(t.data, src=0)
 
     def barrier(self) -> None:
+        """Wait for every rank (no-op alone)."""
         if self.enabled:
-            self.accelerator.wait_for_everyone()
+            self._launched().wait_for_everyone()
 
     def clip_grad_norm_(self, params, max_norm: float):
         """Clip the (already all-reduced) gradients; under FSDP accelerate clips the sharded norm."""
         import torch
 
         if self.enabled:
-            return self.accelerator.clip_grad_norm_(params, max_norm)
+            return self._launched().clip_grad_norm_(params, max_norm)
         return torch.nn.utils.clip_grad_norm_(params, max_norm)
 
     def shard(self, items: list) -> list:

@@ -21,6 +21,11 @@ EMPTY = {"loss": 0.0, "clip_ratio": 0.0, "approx_kl_old": 0.0, "kl": 0.0, "sampl
 
 
 class Learner:
+    """The policy update of one iteration: turn samples built from the trajectories and their token advantages,
+    the clipped loss (trainers/loss.py) over ``ppo_epochs`` x ``updates_per_epoch`` optimizer steps, each on a
+    mini-batch of whole groups accumulated over micro-batches of ``minibatch_size`` samples, with a KL to a
+    reference model when ``kl_coef`` > 0; returns the update's logs."""
+
     def __init__(
         self,
         cfg,
@@ -59,13 +64,14 @@ class Learner:
             if (ref_dir / "config.json").is_file():
                 from transformers import AutoModelForCausalLM
 
-                self._reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
+                reference = AutoModelForCausalLM.from_pretrained(str(ref_dir)).eval()
             else:
                 plain = self.plain_model()  # LoRA: adapter merged into a copy
-                self._reference = (copy.deepcopy(plain) if plain is self.model else plain).eval()
-                self._reference.save_pretrained(str(ref_dir))
-            for p in self._reference.parameters():
+                reference = (copy.deepcopy(plain) if plain is self.model else plain).eval()
+                reference.save_pretrained(str(ref_dir))
+            for p in reference.parameters():
                 p.requires_grad_(False)
+            self._reference = reference
         return self._reference
 
     def learn(self, trajectories, advantages, groups: list | None = None) -> dict:
@@ -199,6 +205,7 @@ class LogprobModule(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids, attention_mask, mask):
+        """Each masked position's log-probability of its token (``token_logprobs``)."""
         return token_logprobs(self.model, {"input_ids": input_ids, "attention_mask": attention_mask}, mask)
 
 

@@ -25,6 +25,8 @@ AGGS = ("token-mean", "seq-mean", "traj-mean")
 def masked_mean(
     x: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean", weights: torch.Tensor | None = None
 ) -> torch.Tensor:
+    """``x`` over the positions of ``mask`` aggregated as ``agg``: token-mean (every token alike), seq-mean (the mean of
+    each sample's mean) or traj-mean (weighted by ``weights``: 1 / (the trajectory's tokens x trajectories))."""
     mask = mask.to(x.dtype)
     if agg == "traj-mean":
         if weights is None:

@@ -18,6 +18,9 @@ from agents.trajectory import Trajectory
 
 @dataclass
 class TurnSample:
+    """One turn as a training sequence: prompt and generated token ids, the mask of policy tokens, their old log-
+    probabilities and per-position advantages, and where it came from (trajectory, turn)."""
+
     input_ids: list[int]
     policy_mask: list[int]
     old_logprobs: list[float]

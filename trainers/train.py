@@ -130,6 +130,7 @@ class StageClock:
         self.marks: list[tuple[str, float, dict]] = [("start", self.t0, dict(PROFILE))]
 
     def mark(self, stage: str) -> None:
+        """Record the end of ``stage``: the time and the profiler's counters now."""
         self.marks.append((stage, time.time(), dict(self._profile)))
 
     def seconds(self, k: int) -> float:
@@ -158,6 +159,10 @@ class IterationSummary:
 
 
 class Trainer:
+    """The RL loop of one run (see the module docstring): the learner's model, the generator (the same model, or a
+    rollout engine synced after every update), the judge, env pools, checkpoints; ``run()`` does SFT (if configured)
+    then the iterations."""
+
     def __init__(self, cfg: TrainConfig, resume: bool = False):
         import gymnasium as gym
 
@@ -349,6 +354,8 @@ class Trainer:
 
     @property
     def recompute_logprobs(self) -> bool:
+        """Whether the sampled tokens' log-probs are recomputed by the learner before the update (config; by default
+        only with a separate rollout engine, whose numerics differ)."""
         flag = self.cfg.recompute_logprobs
         return bool(self.cfg.rollout_engine) if flag is None else flag
 
@@ -454,6 +461,8 @@ class Trainer:
         )
 
     def learn(self, trajectories, advantages, groups=None) -> dict:
+        """The learner's update on the iteration's trajectories and token advantages, then the generator synced to the
+        new weights: the learner's logs."""
         logs = self.learner.learn(trajectories, advantages, groups)
         self.sync_generator()
         return logs
@@ -614,6 +623,7 @@ class Trainer:
             self.generator.defaults["temperature"] = self.cfg.temperature
 
     def sinks(self) -> list:
+        """The extra metric sinks of ``cfg.loggers`` (made on first use)."""
         if getattr(self, "_sinks", None) is None:
             self._sinks = [make_sink(kind, self.cfg, self.out) for kind in self.cfg.loggers if kind != "jsonl"]
         return self._sinks
@@ -712,6 +722,7 @@ def _with_lora(model, spec: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m trainers.train``: train from a config and overrides (``--print-config``: show it, stop)."""
     from prover_gym.resources import shipped_configs
     from trainers.config import field_help
 

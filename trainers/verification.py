@@ -29,6 +29,10 @@ from trainers.advantages import improvement_p_value, segment_advantage
 
 @dataclass
 class Verification:
+    """ProVer's measurement of one segment: A_seg = V(after) - V(before) from the continuations' outcomes on each side
+    (or the group's own rollouts / the trajectory's outcome where the config says so), its one-sided p-value, and
+    what it cost in env steps and tokens."""
+
     a_seg: float
     success_before: list[bool]
     success_after: list[bool]

@@ -38,6 +38,8 @@ def check_backend(cfg: dict, where: str = "backend", extra=()) -> list[str]:
 
 
 def make_backend(cfg: dict) -> ChatBackend:
+    """A chat backend from config: ``{kind: openai | hf | vllm, ...}`` with that backend's options; an error naming the
+    kind and the valid ones otherwise."""
     cfg = dict(cfg)
     kind = cfg.pop("kind", None)
     if kind == "openai":

@@ -8,6 +8,9 @@ from typing import Any, Protocol, runtime_checkable
 
 @dataclass
 class Completion:
+    """One generated answer: its text and finish reason, token counts, tool calls (chat APIs), and for local backends
+    the generated token ids, their log-probabilities under the sampling policy and the prompt's token ids."""
+
     text: str
     finish_reason: str | None = None
     prompt_tokens: int | None = None
@@ -33,7 +36,8 @@ class ChatBackend(Protocol):
 
     defaults: dict
 
-    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]: ...
+    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]:
+        """One completion per conversation (a list of chat messages); ``generation`` overrides ``defaults``."""
 
 
 @runtime_checkable
@@ -46,9 +50,11 @@ class TrainableGenerator(Protocol):
     defaults: dict
     calls: int
 
-    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]: ...
+    def chat(self, conversations: list[list[dict]], **generation) -> list[Completion]:
+        """One completion per conversation; ``keys`` (one per row) fix each row's sampling noise."""
 
-    def load_weights(self, named_tensors) -> None: ...
+    def load_weights(self, named_tensors) -> None:
+        """Load the learner's weights: (HF parameter name, tensor) pairs."""
 
 
 class LocalChatBackend:
@@ -65,6 +71,8 @@ class LocalChatBackend:
     seed = 0  # the backend's seed: part of the key of rows the caller gave no key
 
     def prompt_ids(self, messages: list[dict], assistant_prefix: str = "", tools: list | None = None) -> list[int]:
+        """The token ids of ``messages`` rendered with the chat template (and ``tools``), the generation prompt, then
+        ``assistant_prefix``."""
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text + assistant_prefix, add_special_tokens=False)["input_ids"]
 

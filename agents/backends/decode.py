@@ -230,6 +230,8 @@ class Decoder:
     def generate(
         self, prompts: Sequence[Sequence[int]], max_new: int, choose: Callable[[torch.Tensor], torch.Tensor]
     ) -> list[list[int]]:
+        """Up to ``max_new`` tokens for each prompt, each step's tokens picked by ``choose`` from the logits; rows stop
+        at ``eos``."""
         logits, cache, mask = self.prefill(prompts)
         n, width = mask.shape
         device = mask.device

@@ -11,6 +11,10 @@ from agents.backends.base import BackendError, Completion, LocalChatBackend
 
 
 class HFBackend(LocalChatBackend):
+    """In-process generation with a transformers model (the tiny model on CPU, or any HF causal LM): batched, keyed
+    sampling per row (agents.backends.sampling), the shared-prefix decoder where it supports the model
+    (agents.backends.decode), else ``generate()``; returns token ids and their log-probabilities for the learner."""
+
     def __init__(
         self,
         model_path: str,

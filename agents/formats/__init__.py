@@ -25,6 +25,9 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 @dataclass(frozen=True)
 class ParsedAction:
+    """A model output parsed: the env action (INVALID_ACTION when it did not parse), whether it parsed, why not, and the
+    text kept in the transcript."""
+
     action: str
     valid: bool
     reason: str = ""
@@ -46,10 +49,12 @@ class SearchR1Format:
 
     @staticmethod
     def question(text: str) -> str:
+        """The question as Search-R1 shows it (ending with a question mark)."""
         text = text.strip()
         return text if text.endswith("?") else text + "?"
 
     def prompt(self, question: str) -> str:
+        """Search-R1's instruction prompt for ``question``."""
         return self.template.format(question=self.question(question))
 
     def messages(self, question: str, history: list[tuple[str, str]]) -> tuple[list[dict], str]:
@@ -58,6 +63,7 @@ class SearchR1Format:
 
     @staticmethod
     def cut(text: str) -> str:
+        """``text`` up to its first closing search or answer tag (search first, as Search-R1 stops generation)."""
         for tag in ("</search>", "</answer>"):  # search has priority, as in Search-R1
             i = text.find(tag)
             if i >= 0:
@@ -65,6 +71,8 @@ class SearchR1Format:
         return text
 
     def parse(self, text: str) -> ParsedAction:
+        """``<search>q</search>`` -> ``search[q]``, ``<answer>a</answer>`` -> ``answer[a]``; anything else is invalid,
+        with the reason."""
         if not isinstance(text, str):
             return ParsedAction(INVALID_ACTION, False, f"model output is {type(text).__name__}, not text")
         kept = self.cut(text)
@@ -124,6 +132,8 @@ class ReActFormat:
         return [{"role": "user", "content": content}]
 
     def parse(self, text: str) -> ParsedAction:
+        """The action inside ``<action>...</action>`` (lower-cased where the env's actions are); invalid without one,
+        with the reason."""
         if not isinstance(text, str):
             return ParsedAction(INVALID_ACTION, False, f"model output is {type(text).__name__}, not text")
         body = text.lower() if self.lowercase else text

@@ -45,6 +45,8 @@ class DataError(ValueError):
 
 
 def canonical_split(split: str) -> str:
+    """``split`` with its aliases resolved (``test`` -> ``valid_unseen``, ...); a ValueError naming the valid ones
+    otherwise."""
     split = SPLIT_ALIASES.get(split, split)
     if split not in SPLIT_SIZES:
         raise ValueError(f"split={split!r}; use one of {sorted(SPLIT_SIZES) + sorted(SPLIT_ALIASES)}")
@@ -53,11 +55,13 @@ def canonical_split(split: str) -> str:
 
 # ---- generated games ---------------------------------------------------------------------------
 def generated_root(max_receptacles: int | None, num_distractors: int) -> Path:
+    """The cache folder of the games generated with these knobs."""
     knobs = f"r{max_receptacles if max_receptacles is not None else 'all'}-d{num_distractors}"
     return cache_dir() / GENERATOR_VERSION / knobs
 
 
 def generated_task_ids(split: str, task_types=None, num_games: int | None = None) -> list[str]:
+    """The generated ids of ``split`` (``num_games`` of them, default the split's size) of the given task types."""
     split = canonical_split(split)
     n = SPLIT_SIZES[split] if num_games is None else num_games
     wanted = set(task_types or TASK_TYPES)
@@ -65,11 +69,14 @@ def generated_task_ids(split: str, task_types=None, num_games: int | None = None
 
 
 def task_type_of(task_id: str) -> str:
+    """The task type of a generated task id (task types cycle over the ids)."""
     return TASK_TYPES[int(task_id.rsplit("/", 1)[1]) % len(TASK_TYPES)]
 
 
 @cache
 def split_floor_plans(split: str, task_type: str) -> tuple[int, ...]:
+    """The AI2-THOR floor plans of ``split`` where ``task_type`` has valid goals (train / seen / unseen kept apart as in
+    ALFWorld)."""
     from prover_gym.alfworld.generator import _constants
 
     valid = _constants().GOALS_VALID[task_type]
@@ -258,6 +265,7 @@ def patched_game(game: Path) -> Path:
 
 @lru_cache(maxsize=4096)
 def traj_info(game: Path) -> dict:
+    """The task description and type of an official game, from the ``traj_data.json`` beside it."""
     try:
         traj = json.loads((Path(game).parent / "traj_data.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:

@@ -48,6 +48,8 @@ class EngineError(RuntimeError):
 
 
 def check_versions() -> None:
+    """Raise naming the fix unless the installed alfworld and textworld are the versions the engine's patches were
+    written against."""
     from importlib import metadata
 
     problems = []
@@ -255,7 +257,7 @@ def _fast(rng_state):
             setattr(owner, name, patched)
         outer = random.getstate()
         random.setstate(rng_state)
-        holder = {}
+        holder: dict = {}
         try:
             yield holder
         finally:
@@ -383,15 +385,19 @@ class AlfredEngine:
     # ---- views ------------------------------------------------------------------------------
     @property
     def state(self):
+        """The current textworld game state (feedback, admissible commands, expert plan, won)."""
         return self._top.state
 
     def feedback(self) -> str:
+        """The game's text after the last command."""
         return self.state.feedback
 
     def admissible(self) -> list[str]:
+        """The commands the game accepts now."""
         return list(self.state["admissible_commands"])
 
     def expert_plan(self) -> list[str]:
+        """The handcoded expert's remaining plan from here ([] where the expert is off or failed)."""
         if not self.expert_enabled or self.expert_error:
             return []
         return list(self.state.get("extra.expert_plan") or [])
@@ -402,12 +408,16 @@ class AlfredEngine:
 
     # ---- snapshots --------------------------------------------------------------------------
     def snapshot(self) -> EngineState:
+        """The engine's state as a portable ``EngineState`` (the game and its operator path); a native copy is kept in a
+        small cache so restoring into this engine is fast."""
         portable = self._portable()
         self._natives[portable.token[1]] = self._save_native()
         _trim(self._natives, self._native_cache)
         return portable
 
     def restore(self, snap: EngineState) -> None:
+        """Put the game in the state of ``snap``: from the native cache when this engine took it, else by replaying its
+        operator path."""
         native = self._natives.get(snap.token[1]) if snap.token[0] == self._uid and snap.game == self.game else None
         if native is not None:
             self._natives.move_to_end(snap.token[1])

@@ -221,12 +221,15 @@ class ALFWorldEnv(TextEnv):
 
     # ---- TextEnv hooks ----------------------------------------------------------------------
     def task_ids(self) -> list[str]:
+        """The split's task ids (game paths, or generated ``split/NNNNN`` ids)."""
         return self._ids
 
     def task(self) -> str:
+        """The current game's goal text."""
         return self._meta.get("task", "")
 
     def fingerprint(self) -> str:
+        """A digest of the data and settings; snapshots restore only into an env with the same one."""
         return self._fingerprint
 
     def _load_task(self, task_id: str) -> str:
@@ -309,6 +312,7 @@ class ALFWorldEnv(TextEnv):
         self.engine.restore(state)
 
     def admissible_actions(self) -> list[str]:
+        """The commands the game accepts now (the ALFWorld admissible list)."""
         return self.engine.admissible()
 
     def _state_key_material(self) -> Any:
@@ -316,6 +320,7 @@ class ALFWorldEnv(TextEnv):
         return self.engine.facts()  # the task id (in the key already) names the game
 
     def expert_action(self) -> str | None:
+        """The handcoded expert's next command, or None when the episode is over or the expert has none."""
         if self._task_id is None or self._terminated or self._truncated:
             return None
         plan = self.engine.expert_plan()

@@ -31,6 +31,7 @@ def _one(args):
 
 
 def main(argv=None) -> None:
+    """``prover-gym-alfworld-generate``: generate games of a split into the cache ahead of a run."""
     from tqdm import tqdm
 
     from prover_gym.alfworld.data import generated_root, generated_task_ids

@@ -69,15 +69,18 @@ def _goal_library():
 
 @cache
 def domain_text() -> str:
+    """ALFWorld's PDDL domain (alfred.pddl, from the installed alfworld package)."""
     return (_package_dir() / "data" / "alfred.pddl").read_text()
 
 
 @cache
 def grammar_text() -> str:
+    """ALFWorld's text grammar (alfred.twl2, from the installed alfworld package)."""
     return (_package_dir() / "data" / "alfred.twl2").read_text()
 
 
 def scene_type(floor_plan: int) -> str:
+    """The AI2-THOR scene type (kitchen, living room, bedroom, bathroom) of ``floor_plan``."""
     for name, numbers in _constants().SCENE_TYPE.items():
         if floor_plan in numbers:
             return name
@@ -86,6 +89,7 @@ def scene_type(floor_plan: int) -> str:
 
 @cache
 def available_floor_plans() -> tuple[int, ...]:
+    """The floor plans whose layout files the installed alfworld package ships."""
     layouts = _package_dir() / "gen" / "layouts"
     out = []
     for f in layouts.glob("FloorPlan*-objects.json"):
@@ -107,6 +111,7 @@ def _floor_plan(n: int):
 
 
 def mangle(name: str) -> str:
+    """An AI2-THOR object id as a PDDL-safe name (ALFWorld's own mangling of ``|``, ``-``, ``+``, ``.``, ``,``)."""
     return (
         name.replace("|", "_bar_")
         .replace("-", "_minus_")

@@ -24,6 +24,9 @@ VERIFY_TOPK = 3
 
 @dataclass(frozen=True)
 class BundledConfig:
+    """The bundled Search-QA world's seed and sizes (people, organisations, works, cities, countries) and its test
+    fraction; generated locally, cached under ``key()``."""
+
     seed: int = 0
     n_people: int = 5000
     n_orgs: int = 1200
@@ -47,6 +50,7 @@ class BundledConfig:
 
     @property
     def key(self) -> str:
+        """The cache name of this world (generator version, seed, sizes)."""
         sizes = f"p{self.n_people}-o{self.n_orgs}-w{self.n_works}-c{self.n_cities}"
         return f"searchqa-bundled-g{gen.GENERATOR_VERSION}-s{self.seed}-{sizes}"
 

@@ -39,6 +39,9 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class QAExample:
+    """One question in Search-R1's format: id, question, golden answers, data source, and for generated questions the
+    gold queries and supporting passage ids."""
+
     id: str
     question: str
     golden_answers: tuple[str, ...]
@@ -60,9 +63,11 @@ class Corpus:
         return len(self.ids)
 
     def title(self, i: int) -> str:
+        """Passage ``i``'s title (its first line)."""
         return self.contents[i].split("\n", 1)[0]
 
     def text(self, i: int) -> str:
+        """Passage ``i``'s text (after the title line)."""
         parts = self.contents[i].split("\n", 1)
         return parts[1] if len(parts) > 1 else ""
 

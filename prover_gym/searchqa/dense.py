@@ -36,6 +36,7 @@ INDEX_NAME = "e5_Flat.index"  # index_builder.py: f"{retrieval_method}_{faiss_ty
 
 
 def import_faiss():
+    """The faiss module, or an ImportError saying how to install it (or to use bm25)."""
     try:
         import faiss
     except ImportError as exc:
@@ -67,6 +68,8 @@ class Encoder:
         self.dim = int(self.model.config.hidden_size)
 
     def encode(self, texts: list[str], *, prefix: str, max_length: int, batch_size: int = 64) -> np.ndarray:
+        """L2-normalised mean-pooled embeddings [N, dim] of ``prefix + text`` (E5's query: / passage: prefixes), in
+        batches."""
         import torch
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -158,6 +161,7 @@ class DenseRetriever:
         )
 
     def search(self, queries: list[str], k: int):
+        """The top ``k`` passages for each query by inner product of E5 embeddings over the FAISS index, best first."""
         from prover_gym.searchqa.retrievers import Passage
 
         if k < 1:
@@ -176,6 +180,7 @@ class DenseRetriever:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``prover-gym-dense-index``: build (or check) the dense index of a corpus."""
     parser = argparse.ArgumentParser(prog="python -m prover_gym.searchqa.dense", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="encode a corpus and write a FAISS flat index (Search-R1's layout)")

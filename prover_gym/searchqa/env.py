@@ -231,12 +231,15 @@ class SearchQAEnv(TextEnv):
 
     # ---- TextEnv hooks ----------------------------------------------------------------------
     def task_ids(self) -> list[str]:
+        """The split's question ids."""
         return self._ids
 
     def task(self) -> str:
+        """The current question."""
         return self._example.question if self._example else ""
 
     def fingerprint(self) -> str:
+        """A digest of the data, retriever and settings; snapshots restore only into an env with the same one."""
         return self._fingerprint
 
     def _load_task(self, task_id: str) -> str:

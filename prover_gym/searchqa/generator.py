@@ -136,6 +136,9 @@ _NOUN = [
 
 @dataclass
 class World:
+    """The generated world the bundled questions are asked about: countries, cities, people, organisations and works,
+    each a record of facts."""
+
     countries: list[dict] = field(default_factory=list)
     cities: list[dict] = field(default_factory=list)
     people: list[dict] = field(default_factory=list)
@@ -363,6 +366,9 @@ def render_corpus(w: World, seed: int = 0) -> tuple[list[dict], dict[str, dict[s
 
 @dataclass(frozen=True)
 class Candidate:
+    """A question before selection: its family (single-hop, bridge, ...), text, answers, the (entity, query, fact) path
+    that answers it, and the answer entity."""
+
     family: str
     question: str
     answers: tuple[str, ...]

@@ -42,16 +42,20 @@ TOKENIZATION = "lower; (?u)\\b\\w\\w+\\b; english stopwords; snowball-english st
 
 @dataclass(frozen=True)
 class Passage:
+    """A retrieved passage: its id, contents (title line, then text) and score."""
+
     id: str
     contents: str
     score: float | None = None
 
     @property
     def title(self) -> str:
+        """The first line of the contents."""
         return self.contents.split("\n", 1)[0]
 
     @property
     def text(self) -> str:
+        """The contents after the title line."""
         parts = self.contents.split("\n", 1)
         return parts[1] if len(parts) > 1 else ""
 
@@ -61,7 +65,8 @@ class Retriever(Protocol):
 
     identity: str
 
-    def search(self, queries: list[str], k: int) -> list[list[Passage]]: ...
+    def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        """The top ``k`` passages for each query, best first."""
 
 
 class RetrieverError(RuntimeError):
@@ -101,6 +106,7 @@ class BM25Retriever:
         self.identity = f"bm25:{corpus.fingerprint[:16]}:k1={k1}:b={b}"
 
     def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        """The top ``k`` BM25 passages for each query, best first."""
         ids, contents = self.corpus.ids, self.corpus.contents
         return [[Passage(ids[j], contents[j], score) for j, score in hits] for hits in self._index.search(queries, k)]
 
@@ -144,6 +150,8 @@ class HTTPRetriever:
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
 
     def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        """The top ``k`` passages for each query from the retrieval server (Search-R1's /retrieve protocol), cached;
+        retries with backoff, then raises RetrieverUnavailable."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         results: list[list[Passage] | None] = [None] * len(queries)
@@ -234,4 +242,5 @@ class HTTPRetriever:
         return out
 
     def close(self) -> None:
+        """Close the HTTP session."""
         self._session.close()

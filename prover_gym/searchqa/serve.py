@@ -31,6 +31,8 @@ MAX_TOPK = 1000
 
 
 class RetrieveRequest(BaseModel):
+    """The body of Search-R1's ``/retrieve``: ``queries`` (or one ``query``), ``topk``, ``return_scores``."""
+
     queries: list[str] | None = None
     query: str | None = None
     topk: int | None = None
@@ -174,6 +176,7 @@ def served(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``prover-gym-serve-retriever``: serve a corpus over HTTP with Search-R1's retrieval protocol."""
     parser = argparse.ArgumentParser(prog="python -m prover_gym.searchqa.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="bind address (loopback unless --allow-remote)")
     parser.add_argument("--port", type=int, default=8000)

@@ -35,6 +35,9 @@ class DataError(ValueError):
 
 @dataclass
 class Catalog:
+    """WebShop's products as the original loads them (options, attributes, prices), indexed by ASIN, with the hidden
+    prices the reward compares and the human-instruction file's counts."""
+
     products: list[dict]
     by_asin: dict[str, dict]
     prices: dict[str, float]  # hidden price per ASIN (what the reward compares)

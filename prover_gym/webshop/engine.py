@@ -31,6 +31,9 @@ def _asin(state) -> str:
 
 @dataclass(frozen=True)
 class ShopState:
+    """Where the shopper is: the page, the search keywords and results page, the product and the options chosen, the
+    pages visited, and the reward once bought. A value: snapshots are these."""
+
     page: str = "search"  # search | results | item | description | features | reviews | done
     keywords: str = ""
     page_num: int = 1
@@ -42,6 +45,9 @@ class ShopState:
 
 @dataclass
 class Transition:
+    """The result of one action: the next state, an error for an invalid action, the reward, whether the episode is
+    done, and info."""
+
     state: ShopState
     error: str | None = None
     reward: float = 0.0
@@ -58,13 +64,16 @@ class Shop:
 
     # ---- pages ------------------------------------------------------------------------------
     def results(self, keywords: str) -> tuple[str, ...]:
+        """The catalogue's products matching ``keywords``, ranked by the search engine."""
         return tuple(a for a in self.search_engine.search(keywords) if a in self.catalog.by_asin)
 
     def window(self, state: ShopState) -> tuple[str, ...]:
+        """The products shown on the state's results page."""
         start = (state.page_num - 1) * PRODUCT_WINDOW
         return self.results(state.keywords)[start : start + PRODUCT_WINDOW]
 
     def clickables(self, state: ShopState) -> list[str]:
+        """The buttons of the state's page, as the original's ``get_available_actions`` lists them."""
         if state.page == "search":
             return ["search"]
         if state.page == "results":
@@ -82,6 +91,7 @@ class Shop:
         return []
 
     def render(self, state: ShopState, instruction: str, goal: dict | None = None) -> str:
+        """The state's page as WebShop's text observation (the original's ``[SEP]``-joined simple mode)."""
         head = ["Instruction:", instruction.strip()]
         if state.page == "search":
             segs = ["WebShop", *head, "Search"]
@@ -158,6 +168,8 @@ class Shop:
 
     # ---- transitions ------------------------------------------------------------------------
     def step(self, state: ShopState, action: str, goal: dict, nouns: str | None = "auto") -> Transition:
+        """Apply ``search[...]`` or ``click[...]`` to ``state``: the next state (an invalid action leaves it, with an
+        error), and on ``buy now`` the original's reward against ``goal``."""
         match = _ACTION.match(action)
         if not match:
             return Transition(state, f"{_short(action)!r} is not search[keywords] or click[button]")

@@ -248,12 +248,15 @@ class WebShopEnv(TextEnv):
 
     # ---- TextEnv hooks ----------------------------------------------------------------------
     def task_ids(self) -> list[str]:
+        """The split's goal ids."""
         return self._ids
 
     def task(self) -> str:
+        """The current goal's instruction."""
         return self._goal["instruction_text"] if self._goal else ""
 
     def fingerprint(self) -> str:
+        """A digest of the catalogue, goals and settings; snapshots restore only into an env with the same one."""
         return self._fingerprint
 
     def _load_task(self, task_id: str) -> str:
@@ -319,6 +322,7 @@ class WebShopEnv(TextEnv):
         self._goal = self.goals[int(self._task_id)]
 
     def admissible_actions(self) -> list[str]:
+        """``search[<query>]`` on the search page, else ``click[...]`` for each button of the page."""
         clickables = self.shop.clickables(self._state)
         out = ["search[<query>]"] if self._state.page == "search" else []
         return out + [f"click[{c}]" for c in clickables if c != "search"]

@@ -295,6 +295,8 @@ def generate(n_products: int = 3000, seed: int = 0, instruction_fraction: float 
 
 
 def write(directory: Path, n_products: int = 3000, seed: int = 0) -> None:
+    """Generate a catalogue of ``n_products`` products and its goals in the original's file formats (items_shuffle.json,
+    items_ins_v2.json) into ``directory``."""
     items, attrs = generate(n_products, seed)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "items_shuffle.json").write_text(json.dumps(items))

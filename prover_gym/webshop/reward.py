@@ -90,6 +90,8 @@ def title_nouns(title: str, nouns: str = HEURISTIC) -> tuple[str, ...]:
 
 
 def type_reward(product: dict, goal: dict, nouns: str = HEURISTIC) -> dict:
+    """The original's type reward of buying ``product`` for ``goal``: query and category match and the title's noun
+    overlap, as a dict of the parts and ``r_type``."""
     query_match = product["query"] == goal["query"]
     purchased = {x.strip() for x in product["product_category"].split("›")}
     wanted = {x.strip() for x in goal["product_category"].split("›")}
@@ -107,6 +109,8 @@ def type_reward(product: dict, goal: dict, nouns: str = HEURISTIC) -> dict:
 
 
 def attribute_matches(product: dict, goal: dict) -> int:
+    """How many of the goal's attributes the product has (fuzzy match on its attributes, else found in its title,
+    bullets or description), as the original counts them."""
     found = 0
     bullets = " ".join(product["BulletPoints"]).lower()
     for g in goal["attributes"]:

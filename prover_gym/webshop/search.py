@@ -22,6 +22,7 @@ TOKEN_PATTERN = r"(?u)\b\w+(?:\.\w+)*\b"
 
 
 def product_text(product: dict) -> str:
+    """A product's searchable text as the original indexes it (title, description, first bullet, options)."""
     option_text = ", and ".join(f"{name}: {', '.join(values)}" for name, values in product["options"].items())
     bullets = product["BulletPoints"][0] if product["BulletPoints"] else ""
     return " ".join([product["Title"], product["Description"], bullets, option_text]).lower()
@@ -50,6 +51,7 @@ class ProductSearch:
         self._lock = threading.Lock()
 
     def search(self, keywords: str) -> tuple[str, ...]:
+        """The ASINs the original's BM25 search returns for ``keywords`` (at most SEARCH_RETURN_N), memoised."""
         with self._lock:
             hit = self._memo.get(keywords)
             if hit is not None:

@@ -108,6 +108,8 @@ def replay(env, task_id: str, actions: list[str]) -> list[dict]:
 
 
 def page_html(env, task_id: str, actions: list[str], step: int | None) -> str:
+    """The HTML page of task ``task_id`` after ``actions`` (up to ``step``): the observation rendered as the shop's
+    page, the list of steps linked."""
     records = replay(env, task_id, actions)
     k = len(records) - 1 if step is None else max(0, min(step, len(records) - 1))
     rec = records[k]
@@ -127,6 +129,7 @@ def page_html(env, task_id: str, actions: list[str], step: int | None) -> str:
 
 
 def create_app(env, trajectories: list[dict] | None = None):
+    """A FastAPI app that shows an env's pages in a browser, replaying the given trajectories."""
     from fastapi import FastAPI, HTTPException, Query
     from fastapi.responses import HTMLResponse
 
@@ -167,6 +170,7 @@ def create_app(env, trajectories: list[dict] | None = None):
 
 
 def load_trajectories(path: Path) -> list[dict]:
+    """Trajectories from a JSONL file of ``{task_id, actions}`` rows; a bad line is an error naming its number."""
     out = []
     for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -180,6 +184,7 @@ def load_trajectories(path: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``prover-gym-webshop-view``: serve the WebShop view on loopback."""
     ap = argparse.ArgumentParser(prog="python -m prover_gym.webshop.view", description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=3000)
