@@ -25,8 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 
 import judges  # noqa: E402
-from judges.evaluate import NoisyExpert, precision_against_oracle, slip_groups  # noqa: E402
-from trainers.judge_eval import best_turns, verified_precision  # noqa: E402
+from trainers.judge_eval import (  # noqa: E402
+    NoisyExpert,
+    best_turns,
+    precision_against_oracle,
+    slip_groups,
+    verified_precision,
+)
 from trainers.verification import ValueEstimator  # noqa: E402
 
 KINDS = [

@@ -3,7 +3,7 @@ task details: WebShop's expert knows the target product). ``side=failed``: the f
 failed trajectory whose action differs from what the expert would do from that turn's snapshot.
 ``side=won`` (default): the successful trajectory's turn where a failed one first departed from
 it, when the successful one followed the expert there. A privileged heuristic to compare judges
-with, not the measure of their precision (see ``judges.evaluate``)."""
+with, not the measure of their precision (see ``trainers.judge_eval``)."""
 
 from __future__ import annotations
 

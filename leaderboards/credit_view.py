@@ -50,8 +50,10 @@ def summary(records: list[dict]) -> dict:
     a = [r["verification"]["a_seg"] for r in records if r.get("verification")]
     bins = [round(-1 + 0.25 * i, 2) for i in range(9)]  # -1.0 .. 1.0 in quarters
     hist = Counter(min(7, max(0, int((x + 1) / 0.25))) if x < 1 else 7 for x in a)
+    from trainers.judge_eval import localisation
+
     known = [r for r in records if r.get("pivot_step") is not None]
-    hits = sum(bool(r.get("hit_pivot")) for r in known)
+    located = localisation(records)
     by_turn: Counter = Counter()
     for r in records:
         if r["credited"] and r["credited_tokens"]:
@@ -73,8 +75,8 @@ def summary(records: list[dict]) -> dict:
         "at_pivot": {"verified": len(at_pivot), "positive": sum(x > 0 for x in at_pivot)},
         "off_pivot": {"verified": len(off_pivot), "positive": sum(x > 0 for x in off_pivot)},
         "histogram": [{"low": bins[i], "high": bins[i + 1], "count": hist.get(i, 0)} for i in range(8)],
-        "pivot_known": len(known),
-        "pivot_hits": hits,
+        "pivot_known": located["known"],
+        "pivot_hits": located["hits"],
         "credited_tokens_by_turn": {str(k): v / total for k, v in sorted(by_turn.items())},
     }
 

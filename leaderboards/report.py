@@ -505,7 +505,11 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
 
 
 def _precision_table(prec: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """One row per (env, judge): groups, proposals, precision, mean A_seg, agreement, and where the env records
+    the deciding step (``pivot_known`` > 0 in some row) the localisation (trainers/judge_eval.py)."""
+    pivots = any(p.get("pivot_known") for p in prec)
     header = ["env", "judge", "groups", "proposals", "precision", "mean A_seg", "agreement"]
+    header += ["hit pivot"] if pivots else []
     body = [
         [
             p["env"],
@@ -515,6 +519,7 @@ def _precision_table(prec: list[dict]) -> tuple[list[str], list[list[str]]]:
             _fmt(p["precision"]),
             "n/a" if p.get("mean_a_seg") is None else f"{p['mean_a_seg']:+.2f}",
             _fmt(p.get("agreement")),
+            *([_fmt(p.get("localisation"))] if pivots else []),
         ]
         for p in prec
     ]
@@ -613,7 +618,13 @@ def write_reports(db, preset: str, out: Path, *, envs: list[str]) -> tuple[list[
             "## Judge precision by verification (one-slip groups)",
             "",
             "Precision: the share of a judge's proposals whose verified A_seg is > 0 (the only ones ProVer credits); "
-            "agreement: the share that name the exhaustive judge's best verified turn. Continuations: "
+            "agreement: the share that name the exhaustive judge's best verified turn"
+            + (
+                "; hit pivot: the share whose segment contains the step the env records as deciding"
+                if any(p.get("pivot_known") for p in prec)
+                else ""
+            )
+            + ". Continuations: "
             f"{prec[0].get('continuation', 'n/a')}, M = {prec[0].get('m', 'n/a')} per side.",
             "",
             _md(*_precision_table(prec)),

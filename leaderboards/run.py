@@ -447,8 +447,7 @@ def judge_precision(preset: dict, env_name: str, db) -> bool:
     import gymnasium as gym
 
     import judges
-    from judges.evaluate import NoisyExpert, slip_groups
-    from trainers.judge_eval import best_turns, verified_precision
+    from trainers.judge_eval import NoisyExpert, best_turns, slip_groups, verified_precision
     from trainers.verification import ValueEstimator
 
     spec = preset.get("judge_precision") or {}

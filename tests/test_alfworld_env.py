@@ -298,7 +298,7 @@ def test_one_slip_groups_need_a_step_budget_in_alfworld():
     """Every slip in ALFWorld can be undone, so one-slip failures exist only under a step budget;
     with one, the first-divergence judge finds the oracle's pivot."""
     import judges
-    from judges.evaluate import precision_against_oracle, slip_groups
+    from trainers.judge_eval import precision_against_oracle, slip_groups
 
     kwargs = dict(split="valid_unseen", task_types=["pick_and_place_simple"], **EASY)
     groups = slip_groups("prover/ALFWorld-v0", kwargs, 4, 2, slack=1)

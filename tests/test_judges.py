@@ -145,7 +145,7 @@ def test_llm_judge_returns_none_when_the_model_or_server_will_not_cooperate(chat
 
 
 def test_precision_against_the_oracle(group):
-    from judges.evaluate import precision_against_oracle
+    from trainers.judge_eval import precision_against_oracle
 
     trajs, pivot = group
     assert (
@@ -229,3 +229,56 @@ def test_agentic_judge_over_the_tiny_hf_model_is_bounded(group, tmp_path):
         {"kind": "agentic", "max_calls": 2, "backend": {"kind": "hf", "model_path": str(model), "max_tokens": 4}}
     )
     assert judge.propose(trajs) is None and judge.stats["calls"] == 2
+
+
+def test_localisation_against_the_recorded_pivot_in_the_one_measurement_home():
+    """trainers.judge_eval holds every judge measure: localisation reads the named trajectory's recorded
+    pivot (info["pivot_step"] of its last step), from proposals and from credit records alike, and
+    verified_precision reports it beside precision and agreement."""
+    import dataclasses
+    import warnings
+
+    from trainers.judge_eval import NoisyExpert, localisation, localised, verified_precision
+    from trainers.verification import ValueEstimator
+
+    trajs, pivot = group_for("prover/SearchQA-v0")
+    assert localised(trajs, Proposal(0, pivot, pivot)) is None  # the env records no pivot here
+    marked = []
+    for t in trajs:
+        last = dataclasses.replace(t.turns[-1], info={**t.turns[-1].info, "pivot_step": pivot})
+        marked.append(dataclasses.replace(t, turns=[*t.turns[:-1], last]))
+    assert localised(marked, Proposal(0, pivot, pivot)) is True
+    other = (pivot + 1) % len(marked[0].turns)
+    assert localised(marked, Proposal(0, other, other)) is False
+    records = [{"pivot_step": 1, "hit_pivot": True}, {"pivot_step": 0, "hit_pivot": False}, {"pivot_step": None}]
+    assert localisation(records) == {"known": 2, "hits": 1, "localisation": 0.5}
+    assert localisation([])["localisation"] is None
+
+    env = gym.make("prover/SearchQA-v0", split="test")
+    stats = verified_precision(
+        judges.make({"kind": "first_divergence"}), [marked], ValueEstimator(env, NoisyExpert(0.3, seed=0), 2)
+    )
+    assert stats["proposals"] == 1 and stats["pivot_known"] == 1 and stats["localisation"] == 1.0
+    unmarked = verified_precision(
+        judges.make({"kind": "first_divergence"}), [trajs], ValueEstimator(env, NoisyExpert(0.3, seed=0), 2)
+    )
+    assert unmarked["pivot_known"] == 0 and unmarked["localisation"] is None
+    assert unmarked["precision"] == stats["precision"]  # same proposal, same continuations
+    env.close()
+
+    with warnings.catch_warnings(record=True) as seen:  # the old import path still works, and says where to go
+        warnings.simplefilter("always")
+        from judges import evaluate
+
+        assert evaluate.slip_groups is __import__("trainers.judge_eval").judge_eval.slip_groups
+    assert any("moved to trainers.judge_eval.slip_groups" in str(w.message) for w in seen)
+
+
+def test_the_precision_table_shows_localisation_only_where_a_pivot_is_recorded():
+    from leaderboards.report import _precision_table
+
+    row = {"env": "a", "judge": "oracle", "groups": 4, "proposals": 4, "precision": 0.5, "mean_a_seg": 0.1}
+    header, body = _precision_table([{**row, "agreement": 1.0}])
+    assert "hit pivot" not in header and len(body[0]) == len(header)
+    header, body = _precision_table([{**row, "pivot_known": 4, "localisation": 0.75}, row])
+    assert header[-1] == "hit pivot" and body[0][-1] == "75.0" and body[1][-1] == "n/a"
