@@ -130,3 +130,43 @@ def test_a_preset_block_takes_its_bases_setting_and_refuses_an_unknown_base(tmp_
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(preset))
     with pytest.raises(PresetError, match=r"envs.a.base = 'alfworld_pivott'.*did you mean 'alfworld_pivot'"):
         load_preset(str(tmp_path / "t.yaml"), check=False)
+
+
+def test_sections_name_every_field_once_and_nest_in_yaml_and_overrides(tmp_path):
+    from dataclasses import fields
+
+    from trainers.config import SECTIONS, TrainConfig
+
+    listed = [k for keys in SECTIONS.values() for k in keys]
+    assert sorted(listed) == sorted(f.name for f in fields(TrainConfig)) and len(listed) == len(set(listed))
+    flat = load_config("alfworld_tiny_prover", ["lr=2e-4", "lora.r=4", "beta=0.5"])
+    nested_file = tmp_path / "nested.yaml"
+    nested_file.write_text(
+        "defaults: [env/alfworld_cpu, model/tiny]\nout_dir: runs/alfworld_tiny_prover\n"
+        "credit: {method: prover, beta: 0.5}\n"
+    )
+    nested = load_config(nested_file, ["learner.lr=2e-4", "model.lora.r=4"])
+    assert nested.to_dict() == flat.to_dict()
+    assert nested.sections()["learner"]["lr"] == 2e-4 and nested.sections()["model"]["lora"] == {"r": 4}
+    # a later layer's flat key overrides an earlier layer's sectioned one, and overrides win over the file
+    (tmp_path / "parts" / "model").mkdir(parents=True)
+    (tmp_path / "parts" / "model" / "mine.yaml").write_text("learner: {lr: 3.0e-4, kl_coef: 0.01}\n")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("defaults: [model/mine]\nlr: 1.0e-4\n")
+    assert load_config(mine).lr == 1e-4 and load_config(mine).kl_coef == 0.01
+    assert load_config(mine, ["learner.lr=5e-4"]).lr == 5e-4
+
+
+def test_bad_sections_are_refused_naming_the_key(tmp_path):
+    with pytest.raises(ValueError, match=r"learner.beta; beta is in section credit"):
+        load_config(None, ["learner.beta=1"])
+    with pytest.raises(ValueError, match=r"learner.lrr; did you mean 'lr'"):
+        load_config(None, ["learner.lrr=1"])
+    both = tmp_path / "both.yaml"
+    both.write_text("lr: 1.0e-4\nlearner: {lr: 2.0e-4}\n")
+    with pytest.raises(ValueError, match="lr is given twice"):
+        load_config(both)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learner: 3\n")
+    with pytest.raises(ValueError, match="learner: a section, given as a mapping"):
+        load_config(bad)

@@ -12,6 +12,70 @@ import yaml
 
 OPTIMIZERS = ("adamw", "sgd")
 
+# The config's sections: each field belongs to one. Storage stays flat (``cfg.lr``: users' scripts and
+# overrides such as ``lr=1e-4`` keep working); a YAML file or an override may also name a field through its
+# section (``learner: {lr: 1e-4}``, ``learner.lr=1e-4``), ``--help`` and docs/config-reference.md list the
+# fields by section, and ``TrainConfig.sections()`` gives the nested view.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "env": ("env_id", "env_kwargs", "policy_format"),
+    "model": ("model_path", "lora", "rollout_engine", "recompute_logprobs", "torch_threads"),
+    "rollout": (
+        "iterations",
+        "tasks_per_iteration",
+        "group_size",
+        "match_ratio",
+        "max_tokens",
+        "temperature",
+        "batched_rollouts",
+        "pool_backend",
+        "pool_options",
+        "seed",
+    ),
+    "credit": (
+        "method",
+        "std_normalize",
+        "drop_zero_std_groups",
+        "invalid_action_penalty",
+        "gigpo_gamma",
+        "gigpo_omega",
+        "judge",
+        "beta",
+        "continuations",
+        "sign",
+        "max_verified_groups",
+        "value_before",
+        "reverify",
+        "min_a_seg",
+        "gate_alpha",
+    ),
+    "learner": (
+        "lr",
+        "optimizer",
+        "adam_eps",
+        "weight_decay",
+        "clip_eps",
+        "clip_eps_high",
+        "kl_coef",
+        "agg",
+        "ppo_epochs",
+        "updates_per_epoch",
+        "minibatch_size",
+    ),
+    "sft": ("sft_steps", "sft_episodes", "sft_demonstrator", "sft_lr", "sft_schedule"),
+    "logging": (
+        "out_dir",
+        "checkpoint_every",
+        "loggers",
+        "wandb_project",
+        "progress",
+        "probe_kwargs",
+        "probe_tasks",
+        "probe_every",
+        "credit_records",
+        "credit_obs_chars",
+    ),
+}
+
 
 def _f(default, help_text: str):
     if isinstance(default, (dict, list)):
@@ -230,6 +294,11 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"loggers={unknown}: use any of 'tensorboard', 'wandb' (metrics.jsonl is always written)")
 
+    def sections(self) -> dict[str, dict]:
+        """The config by section (SECTIONS): ``{"learner": {"lr": ..., ...}, ...}``."""
+        flat = self.to_dict()
+        return {name: {key: flat[key] for key in keys} for name, keys in SECTIONS.items()}
+
     def to_dict(self) -> dict:
         """The config as a plain dict (checkpoints and metrics record it)."""
         return asdict(self)
@@ -286,7 +355,8 @@ def _compose(data: dict, where: Path | None, seen: tuple[str, ...] = ()) -> dict
             )
         part = yaml.safe_load(found.read_text()) or {}
         merged = _merge(merged, _compose(part, found, (*seen, name)))
-    return _merge(merged, {k: v for k, v in data.items() if k != "defaults"})
+    # each layer flat before merging: a later layer's ``lr`` overrides an earlier ``learner: {lr: ...}``
+    return _merge(merged, _flatten_sections({k: v for k, v in data.items() if k != "defaults"}))
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
@@ -314,7 +384,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     data = _compose(data, where)
     for key, value in pairs:
         if key != "defaults":
-            _set(data, key, value)
+            _set(data, _unsection(key), value)
     known = {f.name: f for f in fields(TrainConfig)}
     unknown = sorted(set(data) - set(known))
     if unknown:
@@ -324,6 +394,38 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if data.get("model_path"):
         data["model_path"] = resolve_model_path(str(data["model_path"]))
     return TrainConfig(**data)
+
+
+def _unsection(dotted: str) -> str:
+    """An override's key without its section: ``learner.lr`` -> ``lr``, ``model.lora.r`` -> ``lora.r``."""
+    head, _, rest = dotted.partition(".")
+    if head not in SECTIONS or not rest:
+        return dotted
+    _flatten_sections({head: {rest.split(".")[0]: None}})  # the same checks and messages as a YAML section
+    return rest
+
+
+def _flatten_sections(data: dict) -> dict:
+    """``{"learner": {"lr": x}}`` -> ``{"lr": x}``; a key the section does not have, or a field given both
+    flat and through its section, is an error naming it."""
+    out = {k: v for k, v in data.items() if k not in SECTIONS}
+    for name in [k for k in data if k in SECTIONS]:
+        block = data[name]
+        if not isinstance(block, dict):
+            raise ValueError(f"{name}: a section, given as a mapping of its keys ({', '.join(SECTIONS[name])})")
+        for key, value in block.items():
+            if key not in SECTIONS[name]:
+                from prover_gym.checks import did_you_mean
+
+                home = next((s for s, keys in SECTIONS.items() if key in keys), None)
+                hint = f"; {key} is in section {home}" if home else did_you_mean(key, SECTIONS[name])
+                raise ValueError(
+                    f"unknown config key {name}.{key}{hint}; section {name} has {', '.join(SECTIONS[name])}"
+                )
+            if key in out:
+                raise ValueError(f"{key} is given twice: as {key} and as {name}.{key}; keep one")
+            out[key] = value
+    return out
 
 
 def resolve_model_path(spec: str) -> str:
@@ -367,11 +469,19 @@ def field_help(width: int = 100) -> str:
     """Every TrainConfig field as ``name (type, default): help``, for ``python -m trainers.train --help``."""
     import textwrap
 
-    lines = ["config keys (give them as key=value overrides, or in a YAML config):"]
-    for f in fields(TrainConfig):
-        head = f"  {f.name} ({f.type}, default {_default_text(f)})"
-        lines.append(head)
-        lines += textwrap.wrap(f.metadata.get("help", ""), width, initial_indent="      ", subsequent_indent="      ")
+    by_name = {f.name: f for f in fields(TrainConfig)}
+    lines = [
+        "config keys, by section (give them as key=value or section.key=value overrides, or in a YAML config,",
+        "flat or under their section):",
+    ]
+    for section, keys in SECTIONS.items():
+        lines.append(f" [{section}]")
+        for key in keys:
+            f = by_name[key]
+            lines.append(f"  {f.name} ({f.type}, default {_default_text(f)})")
+            lines += textwrap.wrap(
+                f.metadata.get("help", ""), width, initial_indent="      ", subsequent_indent="      "
+            )
     return "\n".join(lines)
 
 
@@ -388,13 +498,18 @@ def reference_markdown() -> str:
         "config of your own is searched first, then the shipped parts. `python -m trainers.train --config X",
         "--print-config` shows what a config resolves to.",
         "",
-        "| key | type | default | meaning |",
-        "| --- | --- | --- | --- |",
+        "Each key belongs to a section; a YAML config or an override may name it flat (`lr: 1.0e-4`, `lr=1e-4`)",
+        "or through its section (`learner: {lr: 1.0e-4}`, `learner.lr=1e-4`), never both. `TrainConfig.sections()`",
+        "gives the nested view.",
     ]
-    for f in fields(TrainConfig):
-        text = f.metadata.get("help", "").replace("|", "\\|")
-        kind = str(f.type).replace("|", "\\|")
-        rows.append(f"| `{f.name}` | `{kind}` | `{_default_text(f)}` | {text} |")
+    by_name = {f.name: f for f in fields(TrainConfig)}
+    for section, keys in SECTIONS.items():
+        rows += ["", f"## {section}", "", "| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for key in keys:
+            f = by_name[key]
+            text = f.metadata.get("help", "").replace("|", "\\|")
+            kind = str(f.type).replace("|", "\\|")
+            rows.append(f"| `{f.name}` | `{kind}` | `{_default_text(f)}` | {text} |")
     return "\n".join(rows) + "\n"
 
 
