@@ -13,6 +13,7 @@ A subclass fills in five hooks (``task_ids``, ``_load_task``, ``_apply``, ``_get
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import pickle
 import string
@@ -54,6 +55,33 @@ class UnicodeText(Text):
 
     def __repr__(self) -> str:
         return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+_ATOMS = (str, int, float, bool, bytes, type(None))
+
+
+def canonical(obj: Any) -> Any:
+    """A form of ``obj`` whose pickle depends only on its value, for ``state_key``: sets as sorted tuples, dict
+    items sorted, dataclasses as (type, fields), recursively. Two equal states built in different orders (a
+    frozenset's iteration order follows its insertion history and the process's string hashing) get one key."""
+    if isinstance(obj, _ATOMS):
+        return obj
+    if isinstance(obj, (set, frozenset)):
+        return ("<set>", tuple(sorted((canonical(x) for x in obj), key=_order)))
+    if isinstance(obj, dict):
+        items = ((canonical(k), canonical(v)) for k, v in obj.items())
+        return ("<dict>", tuple(sorted(items, key=lambda kv: _order(kv[0]))))
+    if type(obj) is tuple or type(obj) is list:
+        return type(obj)(canonical(x) for x in obj)
+    if isinstance(obj, tuple):  # a namedtuple
+        return (type(obj).__qualname__, tuple(canonical(x) for x in obj))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__qualname__, tuple(canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)))
+    return obj
+
+
+def _order(x: Any) -> bytes:
+    return pickle.dumps(x, protocol=4)
 
 
 class SnapshotError(ValueError):
@@ -169,7 +197,7 @@ class TextEnv(gym.Env):
         without the step counter and the RNG. GiGPO groups turns by it (its "anchor states").
         Subclasses override ``_state_key_material`` when ``_get_state`` holds path history."""
         material = (self._task_id, self._terminated, self._truncated, self._won, self._state_key_material())
-        return hashlib.blake2b(pickle.dumps(material, protocol=4), digest_size=12).hexdigest()
+        return hashlib.blake2b(pickle.dumps(canonical(material), protocol=4), digest_size=12).hexdigest()
 
     def _state_key_material(self) -> Any:
         return self._get_state()

@@ -107,3 +107,45 @@ def test_each_broken_env_is_caught_with_how_to_replay_it(env_id, property_name):
     with pytest.raises(SnapshotCheckError, match=property_name) as err:
         check_snapshot(gym.make(env_id), episodes=5)
     assert "reset(seed=" in str(err.value) and "replaying" in str(err.value)
+
+
+def test_state_keys_do_not_depend_on_the_order_a_state_was_built_in():
+    """Equal states get one key: a frozenset's iteration order (so its pickle) follows its insertion history
+    and the process's string hashing, so the key is taken over a canonical form (sets and dict items sorted,
+    dataclasses by field)."""
+    import dataclasses
+    import pickle
+
+    from prover_gym.core import canonical
+
+    a, b = frozenset([8, 16]), frozenset([16, 8])  # 8 and 16 share a slot: the first inserted is iterated first
+    assert a == b and pickle.dumps(a) != pickle.dumps(b)
+    assert pickle.dumps(canonical(a)) == pickle.dumps(canonical(b))
+
+    @dataclasses.dataclass(frozen=True)
+    class State:
+        page: str
+        seen: frozenset
+        opts: dict
+
+    x, y = State("item", a, {"size": "m", "color": "red"}), State("item", b, {"color": "red", "size": "m"})
+    assert x == y and pickle.dumps(canonical(x)) == pickle.dumps(canonical(y))
+    assert pickle.dumps(canonical(x)) != pickle.dumps(canonical(State("item", frozenset([8]), x.opts)))
+
+
+def test_webshop_branches_keep_their_state_key_under_any_string_hashing():
+    """The case check_snapshot found (PYTHONHASHSEED=3): a branch's visited set, rebuilt by unpickling in another
+    order, gave the same state another key, so a fresh copy seemed to have moved."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import gymnasium as gym, prover_gym\n"
+        "from prover_gym import check_snapshot\n"
+        "check_snapshot(gym.make('prover/WebShop-v0', split='test'), episodes=4)\n"
+    )
+    for hash_seed in ("3", "0"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (hash_seed, proc.stderr[-1500:])
