@@ -62,6 +62,7 @@ def main() -> None:
     from prover_gym import restore
     from trainers.bases import base_dir, recipe
     from trainers.config import load_config
+    from trainers.judge_eval import localised
     from trainers.train import Trainer
 
     spec = recipe(args.base)
@@ -119,7 +120,7 @@ def main() -> None:
             proposals += 1
             traj = grp[p.trajectory]
             k = recorded_pivot(traj)
-            hits += int(k is not None and p.start <= k <= p.end)
+            hits += bool(localised(grp, p))
             # the decision pair: the move at the pivot, or the transform (heat / cool / clean) right after it
             after = traj.turns[k + 1].action.split(" ")[0] if k is not None and k + 1 < len(traj.turns) else ""
             transform = after in TRANSFORM

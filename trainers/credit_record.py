@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.trajectory import Trajectory
 from judges.oracle import recorded_pivot
+from trainers.judge_eval import localised
 
 VERSION = 1
 
@@ -232,7 +233,7 @@ def make_record(
         "bonus": float(bonus),
         "credited_tokens": int(credited_tokens),
         "pivot_step": pivot,
-        "hit_pivot": None if pivot is None else proposal.start <= pivot <= proposal.end,
+        "hit_pivot": localised(group, proposal),
         "cost": cost,
     }
 
