@@ -830,7 +830,7 @@ def run(args) -> Path:
     try:
         plan = make_plan(args, db)  # the preset checked whole before anything is made or run
         if dry:
-            print_plan(plan.preset, plan.cells, plan.reused, out)
+            print_plan(plan)
             return out
         out.mkdir(parents=True, exist_ok=True)
         db = db or ResultsDB(existing)
@@ -861,9 +861,10 @@ def run(args) -> Path:
     return out
 
 
-def print_plan(preset: dict, cells: list[Cell], reused: list[tuple[str, int, str]], out: Path) -> None:
+def print_plan(plan: Plan) -> None:
     """``--dry-run``: the cells a run would execute, in the order it would start them, and those it
     would reuse from ``out``; plus the judge-precision measurement and the servers it would start."""
+    preset, cells, reused, out = plan.preset, plan.cells, plan.reused, plan.out
     todo = [c for c in sorted(cells, key=lambda c: -c.cost) if matched_to(c.method) is None]
     todo += [c for c in cells if matched_to(c.method) is not None]
     print(f"plan of preset {preset['name']!r} into {out}: {len(cells)} cell(s) to run, {len(reused)} reused")

@@ -340,10 +340,10 @@ def _compose(data: dict, where: Path | None, seen: tuple[str, ...] = ()) -> dict
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ValueError(f"defaults={names!r} in {where}: expected a list of part names such as [env/searchqa_cpu]")
     merged: dict = {}
+    dirs = parts_dirs(where)
     for name in names:
         if name in seen:
             raise ValueError(f"defaults: {' -> '.join((*seen, name))} is a cycle")
-        dirs = parts_dirs(where)
         found = next((d / f"{name}.yaml" for d in dirs if (d / f"{name}.yaml").is_file()), None)
         if found is None:
             known = sorted({str(p.relative_to(d))[: -len(".yaml")] for d in dirs for p in d.glob("*/*.yaml")})

@@ -133,14 +133,19 @@ class StageClock:
         """Record the end of ``stage``: the time and the profiler's counters now."""
         self.marks.append((stage, time.time(), dict(self._profile)))
 
-    def seconds(self, k: int) -> float:
-        """Seconds of the k-th stage (0 = the first marked)."""
-        return round(self.marks[k + 1][1] - self.marks[k][1], 3)
+    def _span(self, stage: str) -> tuple[tuple, tuple]:
+        k = next(i for i, m in enumerate(self.marks) if m[0] == stage)
+        return self.marks[k - 1], self.marks[k]
 
-    def profile_spent(self, k: int, key: str) -> float:
-        """Seconds the k-th stage spent on ``key`` (generate / env) by the profiler."""
-        before, after = self.marks[k][2], self.marks[k + 1][2]
-        return round(after.get(key, 0.0) - before.get(key, 0.0), 3)
+    def seconds(self, stage: str) -> float:
+        """Seconds of ``stage`` (from the previous mark to its own)."""
+        before, after = self._span(stage)
+        return round(after[1] - before[1], 3)
+
+    def profile_spent(self, stage: str, key: str) -> float:
+        """Seconds ``stage`` spent on ``key`` (generate / env) by the profiler."""
+        before, after = self._span(stage)
+        return round(after[2].get(key, 0.0) - before[2].get(key, 0.0), 3)
 
 
 @dataclasses.dataclass
@@ -495,12 +500,12 @@ class Trainer:
         generation / env; the learner's update; the slowest rank's) and what was generated and encoded."""
         trajectories = [t for g in groups for t in g]
         timing = {
-            "time/rollout_generate": clock.profile_spent(0, "generate"),
-            "time/rollout_env": clock.profile_spent(0, "env"),
-            "time/credit": clock.seconds(1),
-            "time/credit_generate": clock.profile_spent(1, "generate"),
-            "time/credit_env": clock.profile_spent(1, "env"),
-            "time/learn": clock.seconds(2),
+            "time/rollout_generate": clock.profile_spent("collect", "generate"),
+            "time/rollout_env": clock.profile_spent("collect", "env"),
+            "time/credit": clock.seconds("credit"),
+            "time/credit_generate": clock.profile_spent("credit", "generate"),
+            "time/credit_env": clock.profile_spent("credit", "env"),
+            "time/learn": clock.seconds("learn"),
         }
         tokens = sum(len(turn.token_ids or []) for t in trajectories for turn in t.turns)
         judge_now = getattr(self.judge, "stats", None) or {}
