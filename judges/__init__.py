@@ -10,8 +10,9 @@ Kinds: ``random``, ``first_divergence``, ``last_shared_state`` (decision-seeking
 won and a failed run shared where they chose differently), ``oracle`` (the env's scripted expert, privileged),
 ``pivot`` (the turn the env records as deciding, ``info["pivot_step"]``: the targeting upper bound),
 ``exhaustive`` (verifies every turn boundary: the upper bound; needs ``bind(estimator)``),
-``openai`` and ``hf`` and ``vllm`` (an LLM judge over that chat backend), and ``agentic``
-(tool-calling, over a ``backend``).
+``openai`` and ``hf`` and ``vllm`` (an LLM judge over that chat backend), ``hf_score`` (a local LLM that
+scores every candidate turn by its log-probabilities and proposes the best: it cannot fail to parse;
+judges/scoring.py), and ``agentic`` (tool-calling, over a ``backend``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KINDS = (
     "openai",
     "hf",
     "vllm",
+    "hf_score",
     "agentic",
 )
 
@@ -71,6 +73,13 @@ def check(cfg, where: str = "judge") -> list[str]:
     opts = {k: v for k, v in cfg.items() if k != "kind"}
     if kind in _HEURISTIC:
         problems += unknown_keys(where, opts, params_of(_judge_class(kind)))
+    elif kind == "hf_score":  # its own options, the rest is the hf backend's
+        from judges.scoring import MODES, SCORE_JUDGE_OPTS
+
+        if "mode" in cfg:
+            problems += bad_choice(f"{where}.mode", cfg["mode"], MODES, "scoring mode")
+        backend = {"kind": "hf", **{k: v for k, v in opts.items() if k not in SCORE_JUDGE_OPTS}}
+        problems += check_backend(backend, where, extra=SCORE_JUDGE_OPTS)
     elif kind == "agentic":
         problems += unknown_keys(where, opts, [*AGENTIC_JUDGE_OPTS, "backend"])
         if not isinstance(cfg.get("backend"), dict):
@@ -102,6 +111,12 @@ def make(cfg) -> Judge:
 
         judge_opts = {k: cfg.pop(k) for k in LLM_JUDGE_OPTS if k in cfg}
         return LLMJudge(make_backend({"kind": kind, **cfg}), **judge_opts)
+    if kind == "hf_score":  # a local model that scores candidate turns (judges/scoring.py)
+        from agents.backends import make_backend
+        from judges.scoring import SCORE_JUDGE_OPTS, ScoringJudge
+
+        judge_opts = {k: cfg.pop(k) for k in SCORE_JUDGE_OPTS if k in cfg}
+        return ScoringJudge(make_backend({"kind": "hf", "temperature": 0.0, **cfg}), **judge_opts)
     if kind == "agentic":
         from agents.backends import make_backend
         from judges.agentic import AgenticJudge

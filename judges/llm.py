@@ -49,17 +49,8 @@ class LLMJudge:
     def render(self, group: list[Trajectory]) -> str:
         """The prompt: the template filled with every attempt, its outcome and its turns (observations cut to
         ``max_turn_chars``)."""
-        blocks = []
-        for i, traj in enumerate(group):
-            lines = [f"Attempt {i} ({'SUCCESS' if traj.won else 'FAILURE'}):"]
-            for k, turn in enumerate(traj.turns):
-                obs = " ".join(turn.observation.split())
-                if len(obs) > self.max_turn_chars:
-                    obs = obs[: self.max_turn_chars] + " ..."
-                lines.append(f"  turn {k}: observation: {obs} | action: {turn.action}")
-            blocks.append("\n".join(lines))
         return self.template.format(
-            task=group[0].task, attempts="\n\n".join(blocks), instruction=instruction(self.side)
+            task=group[0].task, attempts=render_attempts(group, self.max_turn_chars), instruction=instruction(self.side)
         )
 
     def parse(self, text: str, group: list[Trajectory]) -> tuple[Proposal | None, str]:
@@ -111,6 +102,21 @@ class LLMJudge:
                 {"role": "user", "content": f"That reply cannot be used: {error}. Reply with the JSON object only."},
             ]
         return None
+
+
+def render_attempts(group: list[Trajectory], max_turn_chars: int) -> str:
+    """Every attempt of ``group`` with its outcome and its turns (observation cut to ``max_turn_chars``, action), as
+    the LLM judges show them."""
+    blocks = []
+    for i, traj in enumerate(group):
+        lines = [f"Attempt {i} ({'SUCCESS' if traj.won else 'FAILURE'}):"]
+        for k, turn in enumerate(traj.turns):
+            obs = " ".join(turn.observation.split())
+            if len(obs) > max_turn_chars:
+                obs = obs[:max_turn_chars] + " ..."
+            lines.append(f"  turn {k}: observation: {obs} | action: {turn.action}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def instruction(side: str) -> str:

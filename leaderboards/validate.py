@@ -142,7 +142,8 @@ def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
         if not isinstance(judge, dict):
             continue
         backend = judge.get("backend") if judge.get("kind") == "agentic" else judge
-        if isinstance(backend, dict) and backend.get("kind") in ("hf", "vllm") and backend.get("model_path"):
+        local = ("hf", "hf_score", "vllm")  # judges that load a model folder
+        if isinstance(backend, dict) and backend.get("kind") in local and backend.get("model_path"):
             models.append((f"{where}.model_path", str(backend["model_path"])))
             if backend["kind"] == "vllm":
                 vllm_users.append(where)
@@ -166,6 +167,11 @@ def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
 
 
 def _model_problem(where: str, path: str) -> list[str]:
+    from prover_gym import models
+
+    if models.is_named(path):  # pretrained:<name>: known, and its package installed (nothing converted here)
+        found = models.problem(path)
+        return [f"{where} = {path!r}: {found}"] if found else []
     p = Path(path).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():

@@ -2,6 +2,7 @@
 
     prover-gym-data fetch alfworld|webshop|searchqa|all --to DIR    # DIR/<env>/..., then the export lines
     prover-gym-data check DIR [--env alfworld ...]                  # a folder fetched another way
+    prover-gym-data model NAME | --list                              # a named pretrained model's HF folder
 
 Sources are the ones the original projects' own setup scripts download from:
 
@@ -262,7 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("dir")
     c.add_argument("--env", nargs="+", choices=ENVS, help="which data sets (default: those DIR has)")
     c.add_argument("--no-load", action="store_true", help="skip the gym.make check")
+    m = sub.add_parser("model", help="prepare a named pretrained model (prover_gym/models.py); prints its folder last")
+    m.add_argument("name", nargs="?", help="a named model (see --list); model_path: pretrained:NAME uses it")
+    m.add_argument("--list", action="store_true", help="list the named models and whether each is installed")
     args = ap.parse_args(argv)
+    if args.cmd == "model":
+        return _model(args, ap)
     if args.cmd == "fetch":
         envs = list(ENVS) if args.what == "all" else [args.what]
         root = Path(args.to).expanduser()
@@ -287,6 +293,27 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print("ok: " + ", ".join(envs) + " load. For the paper preset:")
     print("\n".join(exports(root, envs)))
+    return 0
+
+
+def _model(args, ap) -> int:
+    """``prover-gym-data model``: list the named models, or prepare one and print its folder."""
+    from prover_gym import models
+
+    if args.list or not args.name:
+        if not args.list:
+            ap.error("model: name a model or give --list")
+        for name in models.names():
+            found = models.problem(models.PREFIX + name)
+            state = "installed" if found is None else f"not installed ({models.entry(name)['install']})"
+            print(f"{name}\t{models.entry(name)['description']}\t{state}")
+        return 0
+    try:
+        folder = models.model_dir(args.name)
+    except models.ModelUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(folder)
     return 0
 
 

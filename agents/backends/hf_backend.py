@@ -32,8 +32,10 @@ class HFBackend(LocalChatBackend):
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        from prover_gym.models import resolve
+
         hf_logging.disable_progress_bar()  # no "Loading weights" bar per checkpoint: the caller reports its stages
-        path = Path(model_path).expanduser()
+        path = Path(resolve(model_path)).expanduser()  # pretrained:<name>: its prepared folder (prover_gym.models)
         if not path.exists():
             raise BackendError(f"model_path={model_path!r}: no such local directory (models are never downloaded here)")
         self.torch = torch
@@ -183,3 +185,57 @@ class HFBackend(LocalChatBackend):
         return self._completions(
             prompts, rows, sampler, lambda i, n: [float(s[1][i]) for s in steps[:n]], "the decoder"
         )
+
+    def score_answers(self, pairs: list[tuple[list[int], list[int]]], batch_size: int = 16) -> tuple[list[float], int]:
+        """``log p(answer | prompt)`` (summed over the answer's tokens) for each (prompt ids, answer ids) pair,
+        with no generation. The model reads each distinct ``prompt + answer[:-1]`` once (two one-token answers to
+        one prompt share a row); the rows' common token prefix is encoded once and its key/value cache repeated
+        for their remaining tokens (right-padded, so every row keeps its positions). Returns the scores and the
+        number of tokens the model read."""
+        import copy
+
+        from agents.backends.decode import cache_kwargs, output_cache
+
+        torch = self.torch
+        if not pairs:
+            return [], 0
+        if any(not p or not a for p, a in pairs):
+            raise ValueError("score_answers: every pair needs a non-empty prompt and answer")
+        rows: dict[tuple, int] = {}  # distinct input rows -> their index
+        where = [rows.setdefault(tuple(p) + tuple(a[:-1]), len(rows)) for p, a in pairs]
+        seqs = list(rows)
+        # the shared prefix stops before each prompt's last token: that position's logits score the answer
+        lcp = min(len(p) for p, _ in pairs) - 1
+        for seq in seqs[1:]:
+            n = 0
+            while n < lcp and seq[n] == seqs[0][n]:
+                n += 1
+            lcp = n
+        model, device, pad = self.model, self.device, self.tokenizer.pad_token_id
+        logps: list = [None] * len(seqs)  # per row: its log-softmax over the positions after the prefix
+        read = lcp
+        with torch.no_grad():
+            prefix_cache = None
+            if lcp:
+                prefix = torch.tensor([list(seqs[0][:lcp])], device=device)
+                prefix_cache = output_cache(model(input_ids=prefix, use_cache=True))
+            for start in range(0, len(seqs), batch_size):
+                chunk = seqs[start : start + batch_size]
+                width = max(len(r) for r in chunk) - lcp
+                ids = torch.tensor([list(r[lcp:]) + [pad] * (width + lcp - len(r)) for r in chunk], device=device)
+                mask = torch.tensor([[1] * len(r) + [0] * (width + lcp - len(r)) for r in chunk], device=device)
+                cache = None
+                if prefix_cache is not None:  # the prefix's keys and values, once per row of this chunk
+                    cache = copy.deepcopy(prefix_cache)
+                    cache.batch_repeat_interleave(len(chunk))
+                kwargs = cache_kwargs(model, cache)
+                out = model(input_ids=ids, attention_mask=mask, use_cache=cache is not None, **kwargs)
+                for j, row in enumerate(torch.log_softmax(out.logits.float(), -1)):
+                    logps[start + j] = row
+                read += sum(len(r) - lcp for r in chunk)
+        scores = []
+        for (prompt, answer), r in zip(pairs, where):
+            at = len(prompt) - 1 - lcp  # the row position whose logits predict the answer's first token
+            positions = torch.arange(at, at + len(answer), device=device)
+            scores.append(float(logps[r][positions, torch.tensor(answer, device=device)].sum()))
+        return scores, read

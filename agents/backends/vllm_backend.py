@@ -110,6 +110,9 @@ class VLLMBackend(LocalChatBackend):
         GPU). ``gpu_memory_utilization`` (GPU; default 0.85) and ``dtype`` (default bfloat16 on GPU,
         float32 on CPU, where the log-probs then match the learner's) are passed to ``vllm.LLM``; on CPU
         ``enforce_eager`` defaults to True."""
+        from prover_gym.models import resolve
+
+        model_path = resolve(model_path)  # pretrained:<name>: its prepared folder (prover_gym.models)
         vllm = import_vllm()
         self._vllm = vllm
         cpu = _is_cpu(vllm)
