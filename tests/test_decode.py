@@ -11,12 +11,31 @@ from agents.tiny_model import build_tiny_model
 from trainers import sequences
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
+@pytest.fixture(scope="module", params=["qwen3", "llama"])
+def backend(tmp_path_factory, request):
+    """The tiny Qwen3 model, and a Llama of the same size with its tokenizer (SmolLM2's architecture: no q/k norm)."""
     from agents.backends import make_backend
 
     texts = ["Find me green tea with lemon flavor", "<think>ok</think><action>click[buy now]</action>"] * 50
     path = build_tiny_model(tmp_path_factory.mktemp("tiny"), texts, vocab_size=600)  # 2 layers, GQA 4/2
+    if request.param == "llama":
+        from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        config = LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=128,
+            intermediate_size=384,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=32,
+            tie_word_embeddings=True,
+        )
+        path = tmp_path_factory.mktemp("llama")
+        LlamaForCausalLM(config).save_pretrained(str(path))
+        tokenizer.save_pretrained(str(path))
     return make_backend({"kind": "hf", "model_path": str(path), "max_tokens": 12})
 
 

@@ -96,7 +96,11 @@ class TrainConfig:
         "method registered in trainers/methods.py (same loop, different advantages); grpo_matched = grpo "
         "with match_ratio extra tasks",
     )
-    model_path: str | None = _f(None, "HF model directory; None = the tiny local Qwen3 model")
+    model_path: str | None = _f(
+        None,
+        "HF model directory, base:NAME (a shipped SFT base) or pretrained:NAME (a named pretrained model, "
+        "prover_gym/models.py); None = the tiny local Qwen3 model",
+    )
     iterations: int = _f(10, "RL iterations")
     tasks_per_iteration: int = _f(4, "distinct tasks per iteration")
     match_ratio: float = _f(

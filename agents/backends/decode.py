@@ -18,7 +18,8 @@ arithmetic:
 Only the summation order can differ from ``generate()`` (a prefix encoded apart from its suffix, a
 strided key buffer): log-probabilities agree to ~1e-6, and tokens are the same unless two candidates'
 perturbed scores lie within that distance (``tests/test_decode.py`` checks both on recorded batches;
-``tests/test_golden.py`` checks whole runs). Architectures other than Qwen3 use ``generate()``.
+``tests/test_golden.py`` checks whole runs). Qwen3 and Llama (SmolLM2) are run this way; other
+architectures use ``generate()``.
 """
 
 from __future__ import annotations
@@ -144,11 +145,15 @@ def can_share(module) -> bool:
     return cache_kwarg(module) is not None and hasattr(DynamicCache, "reorder_cache")
 
 
+# the decoder layers it runs: pre-norm attention (Qwen3's with q/k RMSNorm, Llama's without) and a gated MLP
+ARCHITECTURES = ("Qwen3ForCausalLM", "LlamaForCausalLM")
+
+
 def supports(model) -> bool:
-    """Whether :class:`Decoder` runs ``model``: a plain (not peft-wrapped) Qwen3 causal LM with full
+    """Whether :class:`Decoder` runs ``model``: a plain (not peft-wrapped) Qwen3 or Llama causal LM with full
     attention, default rotary embedding and SDPA or eager attention."""
     cfg = getattr(model, "config", None)
-    if cfg is None or type(model).__name__ != "Qwen3ForCausalLM":
+    if cfg is None or type(model).__name__ not in ARCHITECTURES:
         return False
     try:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: F401
@@ -168,7 +173,7 @@ def supports(model) -> bool:
 
 
 class Decoder:
-    """Batched generation for a Qwen3 causal LM (see the module docstring).
+    """Batched generation for a Qwen3 or Llama causal LM (see the module docstring).
 
     ``generate(prompts, max_new, choose)``: ``choose(logits [B, V] float32) -> tokens [B]`` picks each
     step's tokens (greedy, or ``KeyedSampler.choose``). Returns each row's tokens up to and including
@@ -279,13 +284,16 @@ class Decoder:
         span = at + 1
         mask = valid[:, None, None, :span] if padded else None
         n = hidden.shape[0]
+        qk_norm = hasattr(layers[0].self_attn, "q_norm")
         for i, layer in enumerate(layers):
             attn = layer.self_attn
             residual = hidden
             h = layer.input_layernorm(hidden)
             shape = (n, 1, -1, attn.head_dim)
-            q = attn.q_norm(attn.q_proj(h).view(shape)).transpose(1, 2)
-            k = attn.k_norm(attn.k_proj(h).view(shape)).transpose(1, 2)
+            q, k = attn.q_proj(h).view(shape), attn.k_proj(h).view(shape)
+            if qk_norm:  # Qwen3 normalises queries and keys per head; Llama does not
+                q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = attn.v_proj(h).view(shape).transpose(1, 2)
             q = (q * cos) + (_rotate_half(q) * sin)
             k = (k * cos) + (_rotate_half(k) * sin)
