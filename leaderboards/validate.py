@@ -49,7 +49,7 @@ def problems(
     [] when it can run. At load (the defaults) the blocks' keys and values; for a run, with ``envs``
     (None = all) x ``methods``: also the trainer config of each cell (``methods``), each env made once
     with gym.make (``make_envs``) and every unset ``${VAR}`` the run needs, in one line (``require_set``)."""
-    from leaderboards.run import baselines, trained
+    from leaderboards.cells import baselines, trained
 
     out: list[str] = []
     out += unknown_keys("preset", [k for k in preset if k not in TOP], TOP)
@@ -124,7 +124,7 @@ def preflight(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     server of the selected env blocks answers (unless the block has a ``retrieval_server`` the run starts
     itself); each problem with the one command that fixes it."""
     out: list[str] = []
-    from leaderboards.run import _asks_judge, _method_of, baselines
+    from leaderboards.cells import _asks_judge, _method_of, baselines
 
     trained = [m for m in methods if m not in baselines()]
     vllm_users: list[str] = []
@@ -303,7 +303,7 @@ def _env(name: str, block, unset: dict, *, make_envs: bool) -> list[str]:
         if env_id in DEFAULT_FORMAT:
             out += unknown_keys(f"{where}.format", fmt, params_of(FORMATS[DEFAULT_FORMAT[env_id][0]]))
     if block.get("base") is not None:
-        from trainers.bases import RECIPES, BaseError, base_dir
+        from trainers.recipes import RECIPES, BaseError, base_dir
 
         base = block["base"]
         if base not in RECIPES:
@@ -431,7 +431,7 @@ def _walk(obj, where: str):
 
 def _train_configs(preset: dict, envs: list[str], methods: list[str]) -> list[str]:
     """Build (not run) the trainer config of each trained method in each env: its value checks."""
-    from leaderboards.run import PresetError, _method_of, _train_config, baselines
+    from leaderboards.cells import PresetError, _method_of, _train_config, baselines
     from trainers import methods as registry
     from trainers.config import TrainConfig
 

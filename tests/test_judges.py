@@ -236,7 +236,6 @@ def test_localisation_against_the_recorded_pivot_in_the_one_measurement_home():
     pivot (info["pivot_step"] of its last step), from proposals and from credit records alike, and
     verified_precision reports it beside precision and agreement."""
     import dataclasses
-    import warnings
 
     from trainers.judge_eval import NoisyExpert, localisation, localised, verified_precision
     from trainers.verification import ValueEstimator
@@ -265,13 +264,6 @@ def test_localisation_against_the_recorded_pivot_in_the_one_measurement_home():
     assert unmarked["pivot_known"] == 0 and unmarked["localisation"] is None
     assert unmarked["precision"] == stats["precision"]  # same proposal, same continuations
     env.close()
-
-    with warnings.catch_warnings(record=True) as seen:  # the old import path still works, and says where to go
-        warnings.simplefilter("always")
-        from judges import evaluate
-
-        assert evaluate.slip_groups is __import__("trainers.judge_eval").judge_eval.slip_groups
-    assert any("moved to trainers.judge_eval.slip_groups" in str(w.message) for w in seen)
 
 
 def test_the_precision_table_shows_localisation_only_where_a_pivot_is_recorded():

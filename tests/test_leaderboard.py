@@ -121,6 +121,37 @@ def test_rerun_reuses_every_row(smoke):
     assert time.time() - t < 60
 
 
+def test_a_cells_folder_carries_an_experiment_to_a_fresh_out(smoke, tmp_path):
+    """--cells: the finished rows of a run written as one JSON per cell; a fresh --out loads them, plans and
+    runs nothing, and rebuilds the same tables; a broken cell file is refused by name."""
+    out, _, _ = smoke
+    cells = tmp_path / "cells"
+    n = len(ENVS) * len(METHODS)
+    proc = _run(["--preset", "smoke", "--cells", str(cells)], out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    files = sorted(cells.glob("*/*/seed*.json"))
+    assert len(files) == n
+    cell = json.loads(files[0].read_text())
+    assert cell["format"] == "prover-gym cell 1" and cell["row"]["preset"] == "smoke"
+    assert all("checkpoint" not in p.name for p in cells.rglob("*"))
+    fresh = tmp_path / "fresh"
+    dry = _run(["--preset", "smoke", "--cells", str(cells), "--dry-run"], fresh)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert f"0 cell(s) to run, {n} reused" in dry.stdout and not fresh.exists()
+    again = _run(["--preset", "smoke", "--cells", str(cells)], fresh)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{n} finished cell(s) loaded" in again.stdout and f"0 new rows, {n} reused" in again.stdout
+    table = json.loads((out / "leaderboard.json").read_text())
+    rebuilt = json.loads((fresh / "leaderboard.json").read_text())
+    for d in (table, rebuilt):
+        d.pop("generated", None)
+    assert rebuilt["leaderboard"] == table["leaderboard"] and rebuilt["comparisons"] == table["comparisons"]
+    assert rebuilt["results"] == table["results"] and rebuilt["curves"] == table["curves"]
+    files[0].write_text("{not json")
+    bad = _run(["--preset", "smoke", "--cells", str(cells)], tmp_path / "third")
+    assert bad.returncode == 2 and str(files[0]) in bad.stderr
+
+
 def test_resume_after_kill(tmp_path):
     """kill -9 in the middle of a run; the rows committed before survive and are reused, the
     run completes, and the total equals an uninterrupted run's."""

@@ -36,7 +36,7 @@ def test_the_shipped_methods_and_what_they_do():
     }
     assert methods.get("grpo_matched").matched_to == "prover"
     assert ("prover", "grpo") in methods.comparisons() and ("prover", "grpo_matched") in methods.comparisons()
-    assert adv.base_advantage("prover") is adv.grpo and adv.base_advantage("gigpo") is adv.gigpo
+    assert methods.base_advantage("prover") is adv.grpo and methods.base_advantage("gigpo") is adv.gigpo
 
 
 def test_bad_names_and_specs_are_refused_clearly():

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
 
 import torch
 
@@ -212,14 +211,3 @@ def gigpo(
     returns = [discounted_returns(tr, gamma) for tr in turn_rewards]
     step = step_group_advantages(returns, state_keys, std_normalize=std_normalize)
     return [[e + omega * s for e, s in zip(es, ss)] for es, ss in zip(episode, step)]
-
-
-def base_advantage(method: str, std_normalize: bool = True) -> Callable[..., list[list[float]]]:
-    """The advantage estimator a method starts from (its ``MethodSpec.advantage``, trainers/methods.py):
-    ProVer and its ablations start from GRPO, which with ``std_normalize`` off is Dr. GRPO's centring."""
-    from trainers.methods import get
-
-    spec = get(method)
-    if spec.advantage is None:
-        raise ValueError(f"method={method!r} is not trained with an advantage (a {spec.kind} method)")
-    return spec.advantage

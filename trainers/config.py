@@ -436,7 +436,7 @@ def resolve_model_path(spec: str) -> str:
     """``base:<name>`` (a shipped SFT base, trainers/bases.py) or a repo-relative ``bases/<name>`` that
     is not a folder here (a README command run from another folder) -> that base's directory; any
     other value unchanged (an HF directory, or a hub name the backend explains)."""
-    from trainers.bases import RECIPES, base_dir
+    from trainers.recipes import RECIPES, base_dir
 
     path = Path(spec)
     if spec.startswith("base:"):

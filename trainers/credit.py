@@ -21,7 +21,8 @@ import torch
 from agents.trajectory import Trajectory
 from judges.base import mixed_outcome
 from trainers import methods
-from trainers.advantages import apply_segment_bonus, base_advantage, bonus_scale, turns_to_tokens
+from trainers.advantages import apply_segment_bonus, bonus_scale, turns_to_tokens
+from trainers.methods import base_advantage
 from trainers.sequences import token_turns
 from trainers.verification import ValueEstimator, Verification, verify_segment
 

@@ -131,3 +131,12 @@ register(
         description="ablation: the judge's segment credited with A_seg = 1, no continuations",
     )
 )
+
+
+def base_advantage(method: str, std_normalize: bool = True) -> Callable[..., list[list[float]]]:
+    """The advantage estimator a method starts from (its ``MethodSpec.advantage``):
+    ProVer and its ablations start from GRPO, which with ``std_normalize`` off is Dr. GRPO's centring."""
+    spec = get(method)
+    if spec.advantage is None:
+        raise ValueError(f"method={method!r} is not trained with an advantage (a {spec.kind} method)")
+    return spec.advantage
