@@ -221,12 +221,14 @@ def test_item_start_with_a_tight_budget_makes_every_click_pivotal():
         gym.make("prover/WebShop-v0", split="test", start="cart")
 
 
-def test_item_start_records_the_buy_as_the_pivot():
-    """start='item' (the hasty control): the final info's pivot_step is the buy's step, won or hasty; a run
-    that spends its budget without buying records None; start='search' omits the key; restore keeps it."""
+def test_item_start_records_the_deciding_turn_as_the_pivot():
+    """start='item' (the hasty control): a lost episode's pivot_step is its buy; a won one's is the last step
+    where a buy would have lost (the last option click), also with a detour after it, and across a restore
+    taken after it; a goal needing no option: the buy; a run that spends its budget without buying records
+    None; start='search' omits the key."""
     from prover_gym import snapshot
 
-    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=1)
+    env = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=2)
     seed = next(s for s in range(50) if env.reset(seed=s) and env.unwrapped.goal_option_count() >= 2)
     env.reset(seed=seed)
     snap = snapshot(env)
@@ -235,11 +237,23 @@ def test_item_start_records_the_buy_as_the_pivot():
         _, _, term, trunc, info = env.step(env.unwrapped.expert_action())
         steps, done = steps + 1, term or trunc
         assert done or "pivot_step" not in info  # only the final step carries it
-    assert info["won"] and info["pivot_step"] == steps - 1 == env.unwrapped.goal_option_count()
+    options = env.unwrapped.goal_option_count()
+    assert info["won"] and steps == options + 1 and info["pivot_step"] == options - 1  # the last option click
     restore(env, snap)
     _, _, _, _, info = env.step(env.unwrapped.expert_action())  # one option, then the hasty buy
     _, _, term, _, info = env.step("click[buy now]")
     assert term and not info["won"] and info["pivot_step"] == 1
+    restore(env, snap)
+    for _ in range(options):  # every option, a detour where a buy would already win, then the buy
+        env.step(env.unwrapped.expert_action())
+    after_options = snapshot(env)
+    for action in ("click[description]", "click[< prev]", "click[buy now]"):
+        _, _, term, _, info = env.step(action)
+    assert term and info["won"] and info["pivot_step"] == options - 1
+    other = gym.make("prover/WebShop-v0", split="test", start="item", budget_slack=2)
+    restore(other, after_options)  # the last losing state travels in the snapshot
+    _, _, term, _, info = other.step("click[buy now]")
+    assert term and info["won"] and info["pivot_step"] == options - 1
     restore(env, snap)
     done = False
     while not done:  # never buys: the budget runs out
@@ -248,6 +262,11 @@ def test_item_start_records_the_buy_as_the_pivot():
         )
         done = term or trunc
     assert trunc and not term and info["pivot_step"] is None
+    bare = next((s for s in range(300) if env.reset(seed=s) and env.unwrapped.goal_option_count() == 0), None)
+    assert bare is not None, "the bundled test goals include some that need no option"
+    env.reset(seed=bare)  # no option to choose: the buy decides
+    _, _, term, _, info = env.step("click[buy now]")
+    assert term and info["pivot_step"] == 0
     env = gym.make("prover/WebShop-v0", split="test")
     env.reset(seed=seed)
     done = False

@@ -82,13 +82,14 @@ class WebShopEnv(TextEnv):
             right, so a wrong option or a detour is final. None = ``max_steps`` only. With
             ``start="results"`` one more step (the product click): at 1, a wrong product cannot be
             undone (back to the results and the right click cost two steps).
-            The pivot (``start="item"``): the purchase decides (bought with the goal's options
-            chosen, or before them: the hasty buy); it ends the episode, so it is the last step.
-            The final step's info carries ``pivot_step``: the 0-based index of the buy, or None
-            when the budget ran out first. ``start="results"``: the product chosen decides; its
-            ``pivot_step`` is the index of the first click on a result (None if there was none),
-            and the outcome shows at the buy, after the option clicks. ``start="search"`` omits
-            the key (DESIGN's contract).
+            The pivot (``start="item"``), in the final step's info as ``pivot_step`` (0-based; None
+            when the budget ran out first): a lost episode's is its buy (the hasty or wrong purchase
+            ends it, so it is the last step); a won episode's is the decision that set it apart from
+            a hasty buyer: the last step taken where a buy was possible and would have lost (the last
+            option click before the buy), or the buy itself where the goal needs no option.
+            ``start="results"``: the product chosen decides; its ``pivot_step`` is the index of the
+            first click on a result (None if there was none), and the outcome shows at the buy,
+            after the option clicks. ``start="search"`` omits the key (DESIGN's contract).
         spacy_model: the title-noun tagger of the reward's type factor: a spaCy model name (the
             original uses ``en_core_web_lg``; an error at make when it cannot be loaded), ``"auto"``
             (a model when one is installed, else the heuristic) or None (the heuristic);
@@ -209,6 +210,7 @@ class WebShopEnv(TextEnv):
         self._goal: dict | None = None
         self._state = ShopState()
         self._chosen_at: int | None = None  # start="results": the step (1-based) of the first product click
+        self._lost_buy_at: int | None = None  # start="item": the last step (1-based) taken where a buy would lose
 
     def _plan(self, goal: dict) -> tuple[str | None, str | None]:
         """``start="results"``: a goal's (pick, decoy) on the first page of a search for its instruction.
@@ -269,6 +271,7 @@ class WebShopEnv(TextEnv):
         elif self.start == "results":
             self._state = ShopState(page="results", keywords=self._goal["instruction_text"].lower())
         self._chosen_at = None
+        self._lost_buy_at = None
         return self._page()
 
     def goal_option_count(self) -> int:
@@ -307,17 +310,34 @@ class WebShopEnv(TextEnv):
             and t.state.page == "item"
         ):
             self._chosen_at = self._step
+        if self.start == "item" and not t.done and self._state.page == "item" and not self._buy_wins(self._state):
+            self._lost_buy_at = self._step  # a hasty buy was possible here and would have lost
         self._state = t.state
         won = t.done and t.reward == 1.0
         return Outcome(observation=self._page(), reward=t.reward, terminated=t.done, won=won, info=t.info)
 
+    def _buy_wins(self, state: ShopState) -> bool:
+        """Whether buying on this item page now would win the goal (the engine's own reward)."""
+        t = self.shop.step(state, "click[buy now]", self._goal, self.nouns)
+        return not t.error and t.done and t.reward == 1.0
+
     def _get_state(self) -> Any:
-        return (self._state, self._chosen_at) if self.start == "results" else self._state
+        if self.start == "results":
+            return (self._state, self._chosen_at)
+        if self.start == "item":
+            return (self._state, self._lost_buy_at)
+        return self._state
+
+    def _state_key_material(self) -> Any:
+        # start="item": where a buy last would have lost is path history that changes only the recorded pivot
+        return self._state if self.start == "item" else self._get_state()
 
     def _set_state(self, state: Any) -> None:
         assert self._task_id is not None  # restore() sets it before calling this hook
         if self.start == "results":
             state, self._chosen_at = state
+        elif self.start == "item":
+            state, self._lost_buy_at = state
         self._state = state
         self._goal = self.goals[int(self._task_id)]
 
@@ -335,10 +355,21 @@ class WebShopEnv(TextEnv):
             "goal_source": self.goal_source,
         }
         if self.start == "item" and (self._terminated or self._truncated):  # the deciding action (or None)
-            info["pivot_step"] = self._step - 1 if self._terminated else None
+            info["pivot_step"] = self._item_pivot()
         if self.start == "results" and (self._terminated or self._truncated):  # the product chosen (or None)
             info["pivot_step"] = None if self._chosen_at is None else self._chosen_at - 1
         return info
+
+    def _item_pivot(self) -> int | None:
+        """``start="item"``'s recorded pivot (0-based), at the episode's end: None when the budget ran out;
+        a lost purchase: the buy (the hasty or wrong purchase decided it); a won one: the last step taken
+        where a buy was possible and would have lost (the last option click, which a hasty buyer skips),
+        or the buy itself where the goal needed no option."""
+        if not self._terminated:
+            return None
+        if self._won and self._lost_buy_at is not None:
+            return self._lost_buy_at - 1
+        return self._step - 1
 
     # ---- the early decision (start="results") --------------------------------------------------
     def at_pivot(self) -> bool:
