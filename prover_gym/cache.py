@@ -7,6 +7,7 @@ rebuilt on the next call rather than used.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -45,6 +46,30 @@ def build_once(directory: Path, build: Callable[[Path], dict]) -> Path:
     if (directory / MARKER).is_file():
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(directory):  # a concurrent builder (another test worker, another run) waits, then reuses
+        if (directory / MARKER).is_file():
+            return directory
+        return _build(directory, build)
+
+
+@contextlib.contextmanager
+def _build_lock(directory: Path):
+    """An exclusive advisory lock on ``<directory>.lock`` beside it (POSIX ``flock``; none elsewhere, where
+    concurrent builders each build and the first rename wins)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(directory.parent / f".{directory.name}.lock", "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build(directory: Path, build: Callable[[Path], dict]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp", dir=directory.parent))
     try:
         marker = build(tmp)

@@ -1,5 +1,6 @@
 import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -12,6 +13,16 @@ import gymnasium as gym
 import pytest
 
 import prover_gym  # noqa: F401
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test``): each worker takes its share of the cores for torch's threads,
+    so that two workers do not run four threads on two cores."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
 
 
 @pytest.fixture(scope="session")
