@@ -73,3 +73,12 @@ def test_detectable_difference_shrinks_with_seeds():
     assert detectable_difference(0.015, 8) == pytest.approx((2.365 + 0.8416) * 0.015 / math.sqrt(8))
     assert detectable_difference(0.015, 8) < detectable_difference(0.015, 3)
     assert detectable_difference(0.015, 1) == math.inf
+
+
+def test_wilson_interval_is_within_zero_and_one_and_matches_known_values():
+    from leaderboards.stats import wilson
+
+    assert wilson(0, 30)[0] == 0.0 and abs(wilson(0, 30)[1] - 0.1135) < 1e-4  # no float below 0 at k = 0
+    assert wilson(30, 30)[1] == 1.0 and abs(wilson(30, 30)[0] - 0.8865) < 1e-4
+    low, high = wilson(12, 38)
+    assert abs(low - 0.1908) < 1e-4 and abs(high - 0.4746) < 1e-4
