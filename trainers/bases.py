@@ -47,7 +47,8 @@ def build(name: str, out: Path | None = None, *, seed: int = 0, eval_episodes: i
         iterations=0,
         seed=seed,
         out_dir=str(work / "run"),
-        model_path=str(base_dir(init)) if init else None,
+        # a base this one continues from, else a named pretrained model, else the tiny model from scratch
+        model_path=str(base_dir(init)) if init else spec.get("model"),
         **spec["sft"],
     )
     t0 = time.time()
