@@ -127,16 +127,17 @@ def test_the_paper_protocol_runs_end_to_end_at_toy_scale(tmp_path):
 
     # The rows that exercise distinct paths: Search-QA (the retrieval server the run starts and stops) with
     # every method and ablation on vLLM; ALFWorld and WebShop (their official-format data) with the baselines,
-    # the base's eval, vLLM rollouts with weight sync (grpo) and the vLLM judge with continuations (prover). The
-    # other methods' paths do not depend on the env (each runs on every env in the default suite under HF).
+    # the base's eval, and prover: vLLM rollouts with weight sync after each update, the vLLM judge and the
+    # continuations. The other methods' paths do not depend on the env (each runs on every env in the default
+    # suite under HF; grpo's vLLM path is prover's without the judge).
     first = run("--envs", "searchqa", "--ablations")
     assert "retrieval server: started pid" in first
     assert not answers(url)  # the run stopped the server it started
     assert (out / "retrieval_server_searchqa.log").is_file()
-    per_env = ["random", "expert", "sft", "grpo", "prover"]
+    per_env = ["random", "expert", "sft", "prover"]
     run("--methods", *per_env)  # every env: Search-QA's rows reused, the report over all three
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
-    methods = [*per_env, "gigpo", "prover_random", "prover_unverified", "grpo_matched"]
+    methods = [*per_env, "grpo", "gigpo", "prover_random", "prover_unverified", "grpo_matched"]
     assert sorted((r["env"], r["method"]) for r in rows) == sorted(
         [("searchqa", m) for m in methods] + [(e, m) for e in ("alfworld", "webshop") for m in per_env]
     )

@@ -1,10 +1,12 @@
-"""One learner update on a fixed batch, in 1 process or as one rank of ``torchrun`` (tests/test_distributed.py).
+"""One learner update on each of a few fixed batches, in 1 process or as one rank of ``torchrun``
+(tests/test_distributed.py); each batch starts from a fresh copy of the model.
 
-    python tests/helpers/dist_learner_worker.py BATCH.pkl OUT.pt
+    python tests/helpers/dist_learner_worker.py BATCH.pkl OUT.pt [BATCH2.pkl OUT2.pt ...]
     python -m torch.distributed.run --standalone --nproc_per_node 2 tests/helpers/dist_learner_worker.py BATCH.pkl OUT.pt
 
 Each rank takes the groups ``g % world == rank`` (as the trainer shards them) and rank 0 saves the
-parameters after the update and the learner's logs.
+parameters after the update and the learner's logs. One process runs every case, so that the start-up
+(python, torch, the process group) is paid once.
 """
 
 import pickle
@@ -20,12 +22,17 @@ from trainers.learner import Learner, LogprobModule  # noqa: E402
 from trainers.train import make_optimizer  # noqa: E402
 
 
-def main(batch_path: str, out_path: str) -> None:
+def main(pairs: list[str]) -> None:
+    dist = Dist()
+    for batch_path, out_path in zip(pairs[::2], pairs[1::2], strict=True):
+        one_update(dist, batch_path, out_path)
+
+
+def one_update(dist: Dist, batch_path: str, out_path: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     payload = pickle.loads(Path(batch_path).read_bytes())
     cfg, trajs, advs, gids = payload["cfg"], payload["trajectories"], payload["advantages"], payload["groups"]
-    dist = Dist()
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(payload["model_dir"]).eval()
     tokenizer = AutoTokenizer.from_pretrained(payload["model_dir"])
@@ -45,4 +52,4 @@ def main(batch_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(sys.argv[1:])
