@@ -15,7 +15,7 @@ from trainers.bases import RECIPES, BaseError, base_dir, recipe  # noqa: E402
 from trainers.sft import lr_factor  # noqa: E402
 
 
-@pytest.mark.parametrize("name", sorted(RECIPES))
+@pytest.mark.parametrize("name", sorted(n for n, r in RECIPES.items() if r.get("ship", True)))
 def test_each_shipped_base_loads_matches_its_recipe_and_plays(name):
     import gymnasium as gym
 
@@ -46,6 +46,20 @@ def test_unknown_or_missing_base_is_a_clear_error(tmp_path):
         base_dir("nope")
     with pytest.raises(BaseError, match="python -m trainers.bases build searchqa"):
         base_dir("searchqa", root=tmp_path)
+
+
+def test_a_base_kept_out_of_git_is_built_into_the_cache_from_its_pretrained_model(tmp_path, monkeypatch):
+    """smol_alfworld_pivot (SmolLM2-135M-Instruct, 260 MB): its recipe names the pretrained model its SFT starts
+    from, and it is built into $PROVER_GYM_CACHE/bases even in a checkout (bases/ is for shipped bases)."""
+    from trainers.recipes import default_out
+
+    monkeypatch.setenv("PROVER_GYM_CACHE", str(tmp_path))
+    spec = recipe("smol_alfworld_pivot")
+    assert spec["model"] == "pretrained:smollm2-135m" and spec["init"] is None and spec["ship"] is False
+    assert default_out("smol_alfworld_pivot") == tmp_path / "bases" / "smol_alfworld_pivot"
+    assert default_out("alfworld_pivot") == ROOT / "bases" / "alfworld_pivot"  # shipped: the checkout's bases/
+    with pytest.raises(BaseError, match=f"build smol_alfworld_pivot.*{tmp_path / 'bases'}"):
+        base_dir("smol_alfworld_pivot", root=tmp_path / "bases")
 
 
 def test_cosine_schedule_warms_up_then_decays_to_zero():
