@@ -29,10 +29,12 @@ run: $(STAMP)
 	$(PY) leaderboards/run.py
 
 # the suite on TEST_WORKERS processes (pytest-xdist), each test file kept on one worker so that its module
-# fixtures run once; `pytest` alone runs it in one process
+# fixtures run once, the longest files first (tests/conftest.py, LONGEST_FIRST; --no-loadscope-reorder, xdist
+# >= 3.8, keeps that order: xdist's own, by test count, starts the long few-test files last); `pytest` alone
+# runs it in one process
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # ruff (lint + format check) and mypy over the typed packages; CI runs it before the tests
 lint: $(STAMP)

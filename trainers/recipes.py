@@ -174,7 +174,7 @@ RECIPES["smol_alfworld_pivot"] = {
     "model": "pretrained:smollm2-135m",
     "ship": False,
     "sft": {
-        "sft_steps": 40,
+        "sft_steps": 120,
         "sft_episodes": 200,
         "sft_lr": 5e-5,
         "sft_schedule": "cosine",
