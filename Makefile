@@ -37,7 +37,7 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# ruff (lint + format check) and mypy over the typed packages; CI runs it before the tests
+# ruff (lint + format check) and mypy over the typed packages; CI runs it beside the tests
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

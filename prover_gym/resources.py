@@ -7,7 +7,7 @@ path relative to its own file, so a pip-installed prover-gym works from any fold
 
 Bases are looked up in ``$PROVER_GYM_BASES`` (folders, ``os.pathsep``-separated; the leaderboard's
 ``--bases``), then the shipped ones, then ``<cache>/bases`` (where ``python -m trainers.bases build``
-writes when prover-gym is installed rather than checked out).
+writes when prover-gym is installed rather than checked out, and for a base kept out of git).
 """
 
 from __future__ import annotations
@@ -43,21 +43,24 @@ def shipped(kind: str) -> Path:
     return Path(str(resources.files("prover_gym") / "_data" / kind))
 
 
+def cache_bases() -> Path:
+    """``<cache>/bases``: bases built outside a checkout, or kept out of git; the last folder searched."""
+    from prover_gym.cache import cache_dir
+
+    return cache_dir() / "bases"
+
+
 def bases_roots() -> list[Path]:
     """Folders searched for a base, first match wins (see the module docstring)."""
-    from prover_gym.cache import cache_dir
-
     extra = [Path(p).expanduser() for p in os.environ.get("PROVER_GYM_BASES", "").split(os.pathsep) if p]
-    return [*extra, shipped("bases"), cache_dir() / "bases"]
+    return [*extra, shipped("bases"), cache_bases()]
 
 
-def build_root() -> Path:
+def build_root(ship: bool = True) -> Path:
     """Where a newly built base goes by default: the checkout's ``bases/``, or the user cache when
-    prover-gym is installed (never into site-packages)."""
-    from prover_gym.cache import cache_dir
-
+    prover-gym is installed (never into site-packages) or the base is not shipped in git (``ship=False``)."""
     root = source_root()
-    return root / "bases" if root is not None else cache_dir() / "bases"
+    return root / "bases" if root is not None and ship else cache_bases()
 
 
 def shipped_configs(section: str) -> dict[str, Path]:

@@ -164,23 +164,21 @@ RECIPES["searchqa_bridge"] = {
 
 # The pivot setting with a pretrained policy (issue "A pretrained LLM in the loop"): SmolLM2-135M-Instruct
 # (``model``: a named pretrained model, prover_gym/models.py) in its own chat template, full fine-tune on the
-# same skip demonstrator. Its budget is sized from measured costs on 2 cores (docs/results.md, 2026-12-07):
-# ~30-37 s per step of 8 turns of ~330 tokens, and the loss reaches the format in a few steps at lr 5e-5, so
-# 40 steps of 8 turns from 200 expert episodes (~25 min). The base is 270 MB in fp16: it is built into the
-# cache (prover-gym-build-base smol_alfworld_pivot), not shipped in git.
+# same skip demonstrator. Its budget is sized from measured costs on 2 cores (docs/results.md, 2026-12-08):
+# 16.5 s per step of 8 turns; 40 steps from 200 expert episodes gave a no-go base (44% of groups mixed), 120
+# steps (1,974 s) a base that passes the pilot's go/no-go on sampling. The base is 260 MB in fp16: it is built
+# into the cache (prover-gym-build-base smol_alfworld_pivot), not shipped in git.
 RECIPES["smol_alfworld_pivot"] = {
     **RECIPES["alfworld_pivot"],
     "init": None,
     "model": "pretrained:smollm2-135m",
     "ship": False,
     "sft": {
+        **RECIPES["alfworld_pivot"]["sft"],
         "sft_steps": 120,
         "sft_episodes": 200,
         "sft_lr": 5e-5,
-        "sft_schedule": "cosine",
         "minibatch_size": 8,
-        "max_tokens": 64,
-        "sft_demonstrator": {"kind": "skip", "p": 0.3, "distractors": 0},
     },
 }
 
@@ -217,9 +215,6 @@ def base_dir(name: str, root: Path | None = None) -> Path:
 def default_out(name: str) -> Path:
     """Where ``build`` writes ``name`` without ``--out``: the checkout's bases/, else the user cache (always
     the cache for a base that is not shipped in git, ``"ship": False``)."""
-    from prover_gym.cache import cache_dir
     from prover_gym.resources import build_root
 
-    if not recipe(name).get("ship", True):
-        return cache_dir() / "bases" / name
-    return build_root() / name
+    return build_root(ship=recipe(name).get("ship", True)) / name
